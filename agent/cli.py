@@ -1,0 +1,180 @@
+"""Batch runs: `python -m agent run --model SPEC ... (--task ID ... | --split eval [--limit N])`.
+
+One thread pool per model, so a slow model never holds the workers a fast one needs. Every finished rollout goes
+through the rollout store (the dataset layout in ROLLOUT_DIR; pushed to the Hub with --dataset). A rerun resumes:
+episodes the folder already holds for the same run, model and task, without errors, are skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+from tqdm import tqdm
+
+from agent.loop import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, DEFAULT_WALL_CLOCK_S, run_episode
+from agent.spec import SpecError, parse_spec
+
+# A rollout that ended like this is worth another try when the run is resumed.
+RERUN_END_REASONS = ("error", "wall_clock", "stopped")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m agent", description="Run models on berth-planning tasks.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="play episodes and save every rollout")
+    run.add_argument("--model", action="append", required=True, metavar="SPEC",
+                     help="provider:model[@effort], repeatable (e.g. baseline:greedy, anthropic:claude-sonnet-5-5)")
+    which = run.add_mutually_exclusive_group(required=True)
+    which.add_argument("--task", action="append", metavar="ID", help="a task id, repeatable")
+    which.add_argument("--split", help="every task of a split (e.g. eval)")
+    run.add_argument("--limit", type=int, help="only the first N tasks of the split")
+    run.add_argument("--env-url", help="a PortSimEnv v1 server; default: start the embedded one")
+    run.add_argument("--out", type=Path, help="rollout folder (default: ROLLOUT_DIR or ./rollouts)")
+    run.add_argument("--run", default="default", help="run name; resuming uses it (default: %(default)s)")
+    run.add_argument("--dataset", help="Hub dataset repo to push to (needs HF_TOKEN)")
+    run.add_argument("--concurrency", type=int, default=4, help="episodes in flight per model (default: 4)")
+    run.add_argument("--max-turns", type=int, default=DEFAULT_MAX_TURNS)
+    run.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS)
+    run.add_argument("--wall-clock", type=float, default=DEFAULT_WALL_CLOCK_S, help="seconds per episode")
+    run.add_argument("--force", action="store_true", help="rerun episodes the folder already holds")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        for spec in args.model:
+            parse_spec(spec)
+        task_ids = _task_ids(args)
+    except (SpecError, KeyError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return run_batch(args, task_ids)
+
+
+def _task_ids(args: argparse.Namespace) -> list[str]:
+    if args.task:
+        return list(dict.fromkeys(args.task))
+    if args.env_url:
+        tasks = _remote_split(args.env_url, args.split)
+    else:
+        from berth_env import load_pack
+
+        tasks = [t["task_id"] for t in load_pack().split(args.split)]
+    if not tasks:
+        raise ValueError(f"split {args.split!r} has no tasks")
+    return tasks[: args.limit] if args.limit else tasks
+
+
+def _remote_split(url: str, split: str) -> list[str]:
+    """Task ids of a split from a remote server's Task API."""
+    import httpx
+
+    from agent.session import http_url
+
+    response = httpx.post(f"{http_url(url)}/berth_planning/tasks", json={"split": split}, timeout=30)
+    response.raise_for_status()
+    return [t["task_id"] for t in response.json().get("tasks", [])]
+
+
+def run_batch(args: argparse.Namespace, task_ids: list[str]) -> int:
+    from viewer.store import RolloutStore
+
+    from viewer.leaderboard import board_markdown, leaderboard
+
+    root = args.out or Path(os.environ.get("ROLLOUT_DIR") or "rollouts")
+    token = os.environ.get("HF_TOKEN") if args.dataset else None
+    if args.dataset and not token:
+        print("warning: --dataset needs HF_TOKEN to push; saving locally only", file=sys.stderr)
+    store = RolloutStore(root, dataset=args.dataset if token else None, token=token)
+    env_url = args.env_url
+    if env_url is None:
+        from berth_env.embedded import embedded_url
+
+        embedded_url()  # start it once, before the pools race to
+    jobs, kept = [], []
+    for task_id in task_ids:  # task-major, so every model has episodes in flight from the start
+        for model in args.model:
+            done = [r for r in store.find(run=args.run, model=model, task_id=task_id)
+                    if not r.get("errors") and r.get("end_reason") not in RERUN_END_REASONS]
+            if done and not args.force:
+                kept.append(done[-1])
+            else:
+                jobs.append((model, task_id))
+    print(f"{len(task_ids)} tasks x {len(args.model)} models: {len(kept)} already in {root}, {len(jobs)} to play",
+          file=sys.stderr)
+    stop = threading.Event()
+    pools = {m: ThreadPoolExecutor(max_workers=max(1, args.concurrency), thread_name_prefix=f"episodes-{i}")
+             for i, m in enumerate(args.model)}
+    options = {"env_url": env_url, "max_turns": args.max_turns, "max_tokens": args.max_tokens,
+               "wall_clock_s": args.wall_clock, "stop": stop, "run": args.run, "source": "cli"}
+
+    def play(model: str, task_id: str) -> dict:
+        if stop.is_set():
+            raise _Skipped()
+        record = run_episode(model, task_id, **options)
+        store.save(record)
+        return record
+
+    futures: list[Future] = [pools[m].submit(play, m, t) for m, t in jobs]
+    finished: list[dict] = []
+    interrupted = False
+    bar = tqdm(total=len(jobs), unit="episode", file=sys.stderr, dynamic_ncols=True)
+    try:
+        for future in as_completed(futures):
+            try:
+                record = future.result()
+            except _Skipped:
+                continue
+            finished.append(record)
+            bar.update(1)
+            bar.set_postfix_str(_running_means(finished))
+            if record.get("errors"):
+                bar.write(f"{record['model']} {record['task_id']}: {record['errors'][0][:160]}")
+    except KeyboardInterrupt:
+        interrupted = True
+        bar.write("stopping: episodes in flight end as 'stopped' and are kept; Ctrl-C again to quit at once")
+        stop.set()
+        for future in futures:
+            future.cancel()
+    finally:
+        for pool in pools.values():
+            pool.shutdown(wait=True)
+        bar.close()
+    rows = [r for r in store.rows() if r.get("run") == args.run and r.get("model") in args.model
+            and r.get("task_id") in set(task_ids)]
+    board = board_markdown(leaderboard(_latest(rows)))
+    board_path = root / "runs" / args.run / "board.md"
+    board_path.parent.mkdir(parents=True, exist_ok=True)
+    board_path.write_text(board)
+    print(board)
+    print(f"board: {board_path}", file=sys.stderr)
+    if args.dataset and token:
+        pushed = store.flush(timeout=600)
+        print("pushed to the Hub" if pushed else f"push incomplete: {store.status()}", file=sys.stderr)
+    store.close()
+    return 130 if interrupted else 0
+
+
+class _Skipped(Exception):
+    """An episode not started because the run was stopped."""
+
+
+def _running_means(records: list[dict]) -> str:
+    by_model: dict[str, list[float]] = {}
+    for record in records:
+        by_model.setdefault(record["model"], []).append(float(record.get("reward") or 0.0))
+    return "  ".join(f"{m}: {sum(v) / len(v):.3f}" for m, v in by_model.items())
+
+
+def _latest(rows: list[dict]) -> list[dict]:
+    """One row per (model, task): the latest rollout, so a rerun with --force replaces the earlier one."""
+    latest: dict[tuple, dict] = {}
+    for row in sorted(rows, key=lambda r: r.get("started") or ""):
+        latest[(row.get("model"), row.get("task_id"))] = row
+    return list(latest.values())

@@ -1,0 +1,258 @@
+"""One episode: a model plays a berth-planning task through the server's tools, turn by turn.
+
+`stream_episode` is a generator of events (agent/events.py), token by token; `run_episode` drains it and returns
+the rollout record. The semantics follow the upstream harness (DESIGN.md "One episode"): the rules are the system
+prompt, the situation opens the chat, each tool result says how many turns are left, the last turn asks for a
+submission, two turns in a row without a tool call end the episode, and every failure is recorded with the
+rollout kept as it stands.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from agent import events as ev
+from agent.models import check_endpoint, make_provider, resolve_key
+from agent.providers.base import NOTES_CHARS, Interrupt, Interrupted, ModelTurn, Provider, ToolCall, scrub
+from agent.record import new_episode_id, new_record, parse_json, plan_value, task_summary, valid_episode_id
+from agent.session import EnvSession
+from agent.spec import parse_spec
+
+DEFAULT_MAX_TURNS = 12
+DEFAULT_MAX_TOKENS = 24000
+DEFAULT_WALL_CLOCK_S = 1800.0
+PLAN_TOOLS = ("check_plan", "submit_plan")
+
+OPENING = ("{situation}\n\nMake the new berth plan for every ship in the table. Test drafts with check_plan, "
+           "then send your final plan with submit_plan.")
+LAST_TURN = "This is your last turn. Call submit_plan now with the best plan you have."
+NUDGE = ("You did not call a tool. A plan only counts when it goes through the tools: call check_plan to test a "
+         "draft, or submit_plan to hand in your final plan.")
+CUTOFF_NUDGE = ("Your last turn ran out of output tokens before it called a tool; your notes from it are above. "
+                "Keep your reasoning short now and call check_plan with your current draft, or submit_plan.")
+EPISODE_OVER = '{"error": "the episode is over"}'
+
+
+def turns_left_suffix(left: int) -> str:
+    return f"\n\n[{left} turn{'' if left == 1 else 's'} left]"
+
+
+class _Emitter:
+    """Stamps each event with its sequence number and its time since the episode started."""
+
+    def __init__(self, started: float):
+        self.started = started
+        self.seq = 0
+
+    def __call__(self, event: ev.Event) -> ev.Event:
+        event["seq"] = self.seq
+        event["t"] = round(time.monotonic() - self.started, 3)
+        self.seq += 1
+        return event
+
+
+def stream_episode(model: str, task_id: str, *, env_url: str | None = None,
+                   max_turns: int = DEFAULT_MAX_TURNS, max_tokens: int = DEFAULT_MAX_TOKENS,
+                   wall_clock_s: float = DEFAULT_WALL_CLOCK_S, keys: dict[str, str] | None = None,
+                   stop: threading.Event | None = None, episode_id: str | None = None, run: str | None = None,
+                   source: str = "cli", retry_base_s: float | None = None,
+                   baseline_pace_s: float = 0.0) -> Iterator[ev.Event]:
+    """Play one episode of `model` on `task_id` and yield its events; the last one carries the record.
+
+    `env_url` None plays on the embedded server. `keys` maps a provider (`anthropic`, `openai`, `hf`, `vllm`) to a
+    key for this run only; it never reaches the record. Setting `stop` ends the episode as `stopped`.
+    `baseline_pace_s` slows a baseline player to a readable pace (seconds per word) for people watching live.
+    """
+    started_wall, started = time.time(), time.monotonic()
+    emit = _Emitter(started)
+    episode_id = episode_id or new_episode_id()
+    limits = {"max_turns": max_turns, "max_tokens": max_tokens, "wall_clock_s": wall_clock_s}
+    record = new_record(episode_id=episode_id, model=model, task_id=task_id,
+                        env_url=env_url or "embedded", limits=limits, started=started_wall, run=run, source=source)
+    secrets = [v for v in (keys or {}).values() if v]
+    interrupt = Interrupt(stop, wall_clock_s)
+    session: EnvSession | None = None
+    provider: Provider | None = None
+    turn = 0
+    record["task"] = task_summary(task_id, {}, _known_task(task_id))
+    try:
+        if not valid_episode_id(episode_id):
+            raise ValueError(f"episode id {episode_id!r} must be 1-64 letters, digits, '-' or '_'")
+        spec = parse_spec(model)
+        key = resolve_key(spec, keys)
+        if key and key not in secrets:
+            secrets.append(key)
+        check_endpoint(spec)
+        session = EnvSession(env_url or _embedded_url())
+        metadata = session.reset(task_id, episode_id)
+        tools = session.tools()
+        record["task"] = task_summary(task_id, metadata, _known_task(task_id))
+        system = metadata["instructions"]
+        opening = OPENING.format(situation=metadata["situation"])
+        record["messages"] += [{"role": "system", "content": system}, {"role": "user", "content": opening}]
+        yield emit(ev.episode_started(episode_id=episode_id, task_id=task_id, model=model,
+                                      env_url=record["env_url"], instructions=system,
+                                      situation=metadata["situation"], tools=tools, limits=limits,
+                                      task=record["task"]))
+        provider = make_provider(spec, key=key, system=system, tools=tools, max_tokens=max_tokens,
+                                 task_id=task_id, max_turns=max_turns, retry_base_s=retry_base_s,
+                                 baseline_pace_s=baseline_pace_s)
+        provider.add_user(opening)
+        empty_turns = 0
+        for turn in range(1, max_turns + 1):
+            interrupt.check()
+            last = turn == max_turns
+            yield emit(ev.turn_started(turn, max_turns))
+            if last:
+                provider.add_user(LAST_TURN)
+                record["messages"].append({"role": "user", "content": LAST_TURN})
+                yield emit(ev.note(turn, "last_turn", LAST_TURN))
+            result = yield from _model_turn(provider, turn, interrupt, emit)
+            record["turns"] = turn
+            for side in ("input_tokens", "output_tokens"):
+                record["usage"][side] += int(result.usage.get(side, 0) or 0)
+            record["messages"].append({"role": "assistant", "content": result.text, "reasoning": result.reasoning,
+                                       "stop": result.stop,
+                                       "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments}
+                                                      for c in result.calls]})
+            yield emit(ev.turn_finished(turn, result.stop, result.usage, record["usage"]))
+            if not result.calls:
+                empty_turns += 1
+                if empty_turns >= 2 or last:
+                    record["end_reason"] = "no_tool_call"
+                    break
+                yield from _nudge(provider, record, result, turn, emit)
+                continue
+            empty_turns = 0
+            done = yield from _play_calls(session, provider, record, result.calls, turn, max_turns, interrupt, emit)
+            if done:
+                break
+        else:
+            record["end_reason"] = "turn_limit"
+    except Interrupted as stopped:
+        record["end_reason"] = stopped.reason
+        text = ("Stopped by the user." if stopped.reason == "stopped"
+                else f"The episode reached its wall-clock limit of {wall_clock_s:.0f} s.")
+        yield emit(ev.note(turn, stopped.reason, text))
+    except Exception as exc:  # provider, transport or set-up failure: recorded, the rollout kept as it stands
+        message = scrub(f"{type(exc).__name__}: {str(exc)[:800]}", secrets)
+        record["errors"].append(message)
+        record["end_reason"] = record["end_reason"] or "error"
+        yield emit(ev.error(turn, message))
+    finally:
+        interrupt.finish()
+        if session is not None:
+            session.close()
+    if provider is not None and provider.provider_switches:
+        record["provider_switches"] = [scrub(s, secrets) for s in provider.provider_switches]
+    record["end_reason"] = record["end_reason"] or "turn_limit"
+    record["seconds"] = round(time.monotonic() - started, 1)
+    yield emit(ev.episode_finished(record))
+
+
+def run_episode(model: str, task_id: str, **options: Any) -> dict:
+    """Play one episode to the end and return its rollout record (takes `stream_episode`'s options)."""
+    record: dict | None = None
+    for event in stream_episode(model, task_id, **options):
+        if event["type"] == "episode_finished":
+            record = event["record"]
+    assert record is not None
+    return record
+
+
+def _model_turn(provider: Provider, turn: int, interrupt: Interrupt, emit: _Emitter) -> Iterator[ev.Event]:
+    stream = provider.stream_turn(turn, interrupt)
+    while True:
+        try:
+            event = next(stream)
+        except StopIteration as finished:
+            result: ModelTurn = finished.value
+            return result
+        yield emit(event)
+
+
+def _nudge(provider: Provider, record: dict, result: ModelTurn, turn: int, emit: _Emitter) -> Iterator[ev.Event]:
+    """A turn without a tool call: hand back a cut-off turn's notes, then ask for a tool call."""
+    if result.cut_off and result.reasoning:
+        # A turn cut off mid-thought loses its reasoning; its tail lets the next turn continue, not start over.
+        notes = result.reasoning[-NOTES_CHARS:]
+        provider.add_notes(notes)
+        record["messages"].append({"role": "user", "content": f"(notes from the cut-off turn)\n{notes}"})
+        text, kind = CUTOFF_NUDGE, "cutoff"
+    else:
+        text, kind = NUDGE, "nudge"
+    provider.add_user(text)
+    record["messages"].append({"role": "user", "content": text})
+    yield emit(ev.note(turn, kind, text))
+
+
+def _play_calls(session: EnvSession, provider: Provider, record: dict, calls: list[ToolCall], turn: int,
+                max_turns: int, interrupt: Interrupt, emit: _Emitter) -> Iterator[ev.Event]:
+    """Send a turn's tool calls to the server in order; returns whether the episode is done."""
+    answered: list[tuple[ToolCall, str]] = []
+    done = False
+    try:
+        for call in calls:
+            arguments, problem = call.parsed()
+            if done:
+                problem = "the episode is over"
+            yield emit(ev.tool_call(turn, call.id, call.name, call.arguments, problem))
+            if problem is not None:
+                # Answered here, not by the server: an unreadable call never costs a check or a tool call.
+                text = EPISODE_OVER if done else _error_json(problem)
+                yield emit(ev.tool_result(turn, call.id, call.name, text, data=parse_json(text), local=True))
+            else:
+                interrupt.check()
+                outcome = session.call(call.name, arguments or {})
+                text, data = outcome.text, parse_json(outcome.text)
+                step = None
+                if call.name in PLAN_TOOLS:
+                    result = data if isinstance(data, dict) else {"text": text}
+                    step = {"turn": turn, "tool": call.name, "plan": plan_value((arguments or {}).get("plan")),
+                            "result": result}
+                    record["steps"].append(step)
+                if outcome.done:
+                    done = True
+                    record["reward"] = float(outcome.reward or 0.0)
+                    if call.name == "submit_plan" and not outcome.is_error:
+                        record["final"] = {"submitted": True, "plan": step["plan"] if step else None,
+                                           "grade": outcome.metadata.get("grade"),
+                                           "rubric": outcome.metadata.get("rubric")}
+                        record["end_reason"] = "submitted"
+                    else:
+                        record["end_reason"] = outcome.metadata.get("end_reason") or "server_ended"
+                yield emit(ev.tool_result(turn, call.id, call.name, text, data=data, done=outcome.done,
+                                          reward=outcome.reward, metadata=outcome.metadata, step=step))
+            record["messages"].append({"role": "tool", "tool_call_id": call.id, "name": call.name,
+                                       "content": text})
+            shown = text if done else text + turns_left_suffix(max_turns - turn)
+            answered.append((call, shown))
+    finally:
+        # Whatever happened, the calls that were answered go back to the model's history in order.
+        if answered:
+            provider.add_tool_results(answered)
+    return done
+
+
+def _error_json(message: str) -> str:
+    return json.dumps({"error": message}, ensure_ascii=False)
+
+
+def _embedded_url() -> str:
+    from berth_env.embedded import embedded_url
+
+    return embedded_url()
+
+
+def _known_task(task_id: str) -> dict | None:
+    """The full task from the embedded pack, when it has it (a remote server may serve other tasks)."""
+    try:
+        from berth_env import load_pack
+
+        return load_pack().get(task_id)
+    except (KeyError, ImportError):
+        return None

@@ -1,0 +1,90 @@
+"""The rollout record: one JSON object per episode (DESIGN.md "The rollout record", PORTSIM_SPEC §9.2)."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import uuid
+from typing import Any
+
+from agent import APP_VERSION
+
+SCHEMA_VERSION = 1
+END_REASONS = ("submitted", "no_tool_call", "turn_limit", "wall_clock", "tool_call_limit", "server_ended",
+               "stopped", "error")
+_EPISODE_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def new_episode_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+def valid_episode_id(episode_id: str) -> bool:
+    """Episode ids name files in the store, so only a safe alphabet is allowed."""
+    return bool(_EPISODE_ID.match(episode_id or ""))
+
+
+def utc_stamp(epoch: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
+
+
+def new_record(*, episode_id: str, model: str, task_id: str, env_url: str, limits: dict, started: float,
+               run: str | None, source: str) -> dict:
+    """A record as it stands before the first turn; the loop fills it in as the episode goes."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "episode_id": episode_id,
+        "run": run,
+        "source": source,
+        "model": model,
+        "task_id": task_id,
+        "task": {},
+        "env_url": env_url,
+        "limits": dict(limits),
+        "started": utc_stamp(started),
+        "seconds": 0.0,
+        "messages": [],
+        "steps": [],
+        "final": {"submitted": False, "plan": None, "grade": None, "rubric": None},
+        "reward": 0.0,
+        "usage": {"input_tokens": 0, "output_tokens": 0},
+        "turns": 0,
+        "end_reason": None,
+        "errors": [],
+        "app_version": APP_VERSION,
+    }
+
+
+def task_summary(task_id: str, reset_metadata: dict, task: dict | None) -> dict:
+    """What a record says about its task: enough to group and compare rollouts without the task pack."""
+    summary: dict[str, Any] = {"split": reset_metadata.get("split"), "difficulty": reset_metadata.get("difficulty")}
+    if task is not None:
+        reference = task.get("reference") or {}
+        summary.update(split=task.get("split"), difficulty=task.get("difficulty"), quay=task.get("quay"),
+                       ships=len(task.get("ships") or []), optimal_cost=reference.get("optimal_cost"),
+                       naive_cost=reference.get("naive_cost"))
+    else:
+        match = re.match(r"^dock-([0-9A-Z]+)-", task_id)
+        summary["quay"] = match.group(1) if match else None
+    return summary
+
+
+def plan_value(plan: Any) -> Any:
+    """A plan as the model sent it -> a list where it parses (a JSON string is decoded, `{"plan": [...]}` unwrapped)."""
+    if isinstance(plan, str):
+        try:
+            plan = json.loads(plan)
+        except (json.JSONDecodeError, RecursionError):
+            return plan
+    if isinstance(plan, dict) and isinstance(plan.get("plan"), list):
+        plan = plan["plan"]
+    return plan
+
+
+def parse_json(text: str) -> Any:
+    """Tool output parsed as JSON, or None when it is plain text."""
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, RecursionError, TypeError):
+        return None

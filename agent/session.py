@@ -1,0 +1,124 @@
+"""One OpenEnv WebSocket session on a berth-planning server: reset, list tools, call a tool.
+
+Every tool call the model makes goes through here to the server, so the reward in a record is always the server's.
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import suppress
+from dataclasses import dataclass, field
+from typing import Any
+
+from openenv.core.env_server.mcp_types import CallToolAction
+from openenv.core.mcp_client import MCPToolClient
+
+# A check of a 59-ship plan takes milliseconds; the generous timeout is for a public server under load.
+MESSAGE_TIMEOUT_S = 120.0
+CONNECT_TIMEOUT_S = 15.0
+
+
+class EnvError(RuntimeError):
+    """The berth server could not be reached or refused a request."""
+
+
+@dataclass(slots=True)
+class ToolOutcome:
+    """What one tool call returned: the text the model reads, and the server's verdict on the episode."""
+
+    text: str
+    done: bool
+    reward: float | None
+    metadata: dict = field(default_factory=dict)
+    is_error: bool = False
+
+
+def http_url(url: str) -> str:
+    """Accept `ws://` / `wss://` and trailing slashes; the client wants the server's base URL."""
+    url = url.strip().rstrip("/")
+    for scheme, http in (("ws://", "http://"), ("wss://", "https://")):
+        if url.startswith(scheme):
+            return http + url[len(scheme):]
+    return url
+
+
+class EnvSession:
+    """A berth-planning episode's connection to the server (one episode per session)."""
+
+    def __init__(self, url: str, *, message_timeout_s: float = MESSAGE_TIMEOUT_S):
+        self.url = http_url(url)
+        self._client = MCPToolClient(self.url, connect_timeout_s=CONNECT_TIMEOUT_S,
+                                     message_timeout_s=message_timeout_s).sync()
+        self._tools: list[dict] | None = None
+
+    def reset(self, task_id: str, episode_id: str) -> dict:
+        """Start the episode on `task_id`; returns the reset metadata (instructions, situation, limits...)."""
+        try:
+            result = self._client.reset(task_id=task_id, episode_id=episode_id)
+        except Exception as exc:
+            raise EnvError(f"could not start an episode on {self.url}: {_reason(exc)}") from exc
+        metadata = dict(result.observation.metadata or {})
+        if "instructions" not in metadata or "situation" not in metadata:
+            raise EnvError(f"{self.url} answered reset without instructions and situation; is it a PortSimEnv "
+                           "v1 server (openenv >= 0.10)?")
+        return metadata
+
+    def tools(self) -> list[dict]:
+        """The server's tools as `{name, description, input_schema}` dicts (cached)."""
+        if self._tools is None:
+            try:
+                listed = self._client.list_tools()
+            except Exception as exc:
+                raise EnvError(f"could not list the tools of {self.url}: {_reason(exc)}") from exc
+            self._tools = [{"name": t.name, "description": t.description or "",
+                            "input_schema": t.input_schema or {"type": "object", "properties": {}}}
+                           for t in listed]
+            if not self._tools:
+                raise EnvError(f"{self.url} lists no tools")
+        return self._tools
+
+    def call(self, name: str, arguments: dict) -> ToolOutcome:
+        """Call one tool through the environment's step, so counters, reward and `done` are the server's."""
+        try:
+            step = self._client.step(CallToolAction(tool_name=name, arguments=arguments))
+        except Exception as exc:
+            raise EnvError(f"the call to {name} on {self.url} failed: {_reason(exc)}") from exc
+        obs = step.observation
+        metadata = dict(obs.metadata or {})
+        error = getattr(obs, "error", None)
+        if error:
+            message = error.get("message") if isinstance(error, dict) else getattr(error, "message", str(error))
+            text, is_error = json.dumps({"error": str(message)}, ensure_ascii=False), True
+        else:
+            text, is_error = result_text(getattr(obs, "result", None)), False
+        reward = step.reward if step.reward is not None else obs.reward
+        return ToolOutcome(text, bool(step.done or obs.done), reward, metadata, is_error)
+
+    def close(self) -> None:
+        # Closing a dead connection must not hide the episode's own outcome.
+        with suppress(Exception):
+            self._client.close()
+
+
+def result_text(result: Any) -> str:
+    """The text of an MCP tool result, whether it arrives as a dict (over the wire) or an object."""
+    if result is None:
+        return ""
+    if isinstance(result, dict):
+        blocks = result.get("content") or []
+        text = "\n".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
+        if text:
+            return text
+        data = result.get("data")
+    else:
+        data = getattr(result, "data", None)
+        if data is None:
+            return str(result)
+    if data is None:
+        return ""
+    return data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return text[:300]

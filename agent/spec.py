@@ -1,0 +1,65 @@
+"""The model spec: `provider:model[@effort]`, as in the upstream harness (DESIGN.md "The model spec")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PROVIDERS = ("anthropic", "openai", "hf", "vllm", "baseline")
+EFFORTS = ("low", "medium", "high")
+
+
+class SpecError(ValueError):
+    """A model spec the loop cannot play."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSpec:
+    text: str  # the spec as given; it names the model in records and on the board
+    provider: str
+    model: str  # for `hf:` the first `org/model:provider` to try
+    effort: str | None = None
+    fallbacks: tuple[str, ...] = ()  # `hf:` only: the next `org/model:provider` strings, in order
+
+    @property
+    def name(self) -> str:
+        """The model without provider prefix, effort or `hf:` provider list (the index's `model_name`)."""
+        return model_name(self.text)
+
+
+def parse_spec(text: str) -> ModelSpec:
+    """Parse `anthropic:claude-x@high`, `openai:gpt-x`, `hf:org/model:prov1|prov2`, `vllm:name`, `baseline:greedy`."""
+    spec = (text or "").strip()
+    provider, sep, rest = spec.partition(":")
+    if not sep or provider not in PROVIDERS:
+        raise SpecError(f"model spec {text!r} must start with one of {', '.join(p + ':' for p in PROVIDERS)}")
+    base, at, effort = rest.partition("@")
+    if at and effort not in EFFORTS:
+        raise SpecError(f"model spec {text!r}: effort must be one of {', '.join('@' + e for e in EFFORTS)}")
+    if not base:
+        raise SpecError(f"model spec {text!r} names no model")
+    if provider != "hf":
+        return ModelSpec(spec, provider, base, effort or None)
+    # `org/model:prov1|prov2` -> try `org/model:prov1`, then `org/model:prov2` on a rejected request.
+    name, colon, routes = base.partition(":")
+    if not colon:
+        return ModelSpec(spec, provider, base, effort or None)
+    chain = [f"{name}:{route.strip()}" for route in routes.split("|") if route.strip()]
+    if not chain:
+        raise SpecError(f"model spec {text!r} has an empty provider list")
+    return ModelSpec(spec, provider, chain[0], effort or None, tuple(chain[1:]))
+
+
+def model_name(text: str) -> str:
+    """`hf:Qwen/Qwen3.8-27B:cerebras|ovhcloud` -> `Qwen/Qwen3.8-27B`; `openai:gpt-x@low` -> `gpt-x`."""
+    _, _, rest = text.partition(":")
+    rest = rest.partition("@")[0]
+    if text.startswith("hf:"):
+        rest = rest.partition(":")[0]
+    return rest or text
+
+
+def model_slug(text: str) -> str:
+    """A file-name-safe form of a spec: runs of characters outside [A-Za-z0-9._-] become `__` (as upstream)."""
+    import re
+
+    return re.sub(r"[^A-Za-z0-9._-]+", "__", text)

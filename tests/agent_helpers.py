@@ -1,0 +1,53 @@
+"""Shared pieces for the agent-loop tests: tasks with known reference plans, and event-stream helpers."""
+
+from __future__ import annotations
+
+import json
+
+from agent.loop import stream_episode
+
+TASK_ID = "dock-24B-w06x1-busy-0"  # 17 ships; optimal 87, naive 658 (PORTSIM_SPEC §8.4)
+
+
+def task() -> dict:
+    from berth_env import load_pack
+
+    return load_pack().get(TASK_ID)
+
+
+def optimal_args(task_id: str = TASK_ID) -> str:
+    from berth_env import load_pack
+
+    return json.dumps({"plan": load_pack().get(task_id)["reference"]["optimal_plan"]})
+
+
+def naive_args(task_id: str = TASK_ID) -> str:
+    from berth_env import load_pack
+
+    return json.dumps({"plan": load_pack().get(task_id)["reference"]["naive_plan"]})
+
+
+def play(model: str, env_url: str, **options) -> tuple[list[dict], dict]:
+    """Run one episode; returns (events without the last, record)."""
+    options.setdefault("retry_base_s", 0.01)
+    events = list(stream_episode(model, options.pop("task_id", TASK_ID), env_url=env_url, **options))
+    assert events[-1]["type"] == "episode_finished"
+    json.dumps(events)  # every event is plain JSON-serialisable data
+    return events[:-1], events[-1]["record"]
+
+
+def types(events: list[dict]) -> list[str]:
+    """Event types with consecutive repeats collapsed: the shape of the stream."""
+    shape: list[str] = []
+    for event in events:
+        if not shape or shape[-1] != event["type"]:
+            shape.append(event["type"])
+    return shape
+
+
+def joined(events: list[dict], kind: str, turn: int | None = None) -> str:
+    return "".join(e["text"] for e in events if e["type"] == kind and (turn is None or e["turn"] == turn))
+
+
+def count(events: list[dict], kind: str) -> int:
+    return sum(1 for e in events if e["type"] == kind)

@@ -1,0 +1,210 @@
+"""Berth charts drawn from real eval tasks and the real checker."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import time
+
+import plotly.graph_objects as go
+import pytest
+
+from berth_env import check, load_pack, parse_plan
+from viewer.chart import (
+    MOVED_FILL,
+    SHIP_FILL,
+    VIOLATION_LINE,
+    berth_chart,
+    moved_ships,
+    plan_steps,
+    side_by_side,
+)
+
+BUSY = "dock-24B-w06x1-busy-0"
+STORM = "dock-24B-w16x2-storm-0"
+LARGEST = "dock-36A-w35x3-extreme-0"  # 59 ships, three weeks
+
+
+@pytest.fixture(scope="module")
+def pack():
+    return load_pack()
+
+
+def _shapes(fig: go.Figure, prefix: str, xref: str = "x") -> dict[str, dict]:
+    return {s.name: s.to_plotly_json() for s in fig.layout.shapes if s.name.startswith(prefix) and s.xref == xref}
+
+
+def _optimal(task: dict) -> list[dict]:
+    return [dict(e) for e in task["reference"]["optimal_plan"]]
+
+
+def _perturbed(task: dict) -> list[dict]:
+    """Ship 12 moved onto ship 0's berth at hour 0: it arrives too early and the two overlap."""
+    plan = _optimal(task)
+    plan[12].update(berth_hour=0, section=4)
+    return plan
+
+
+def test_a_ship_spans_its_berth_hour_to_departure_over_its_sections(pack) -> None:
+    task = pack.get(BUSY)
+    ship = task["ships"][0]
+    assert (ship["sections"], ship["workload"]) == (4, 7)
+    plan = _optimal(task)
+    plan[0].update(berth_hour=10, section=4, cranes=1)
+    fig = berth_chart(task, plan)
+    rect = _shapes(fig, "ship:0")["ship:0"]
+    # 7 crane-hours with 1 crane: 7 hours alongside, no wind on this task.
+    assert (rect["x0"], rect["x1"]) == (10, 10 + math.ceil(7 / 1))
+    assert (rect["y0"], rect["y1"]) == (3.5, 7.5)  # sections 4..7, each drawn as a band of height 1
+    assert "tail:0" not in _shapes(fig, "tail:")
+    assert len(_shapes(fig, "ship:")) == len(task["ships"])
+    hover = next(t for t in fig.data if t.name == "ships")
+    i = list(hover.text).index("0")
+    assert (hover.x[i], hover.y[i]) == (13.5, 5.5)
+    assert "<b>0 PERSEUS</b>" in hover.hovertext[i] and "sections 4–7" in hover.hovertext[i]
+
+
+def test_violation_marks_exactly_the_ships_the_checker_flags(pack) -> None:
+    task = pack.get(BUSY)
+    plan = _perturbed(task)
+    result = check(task, parse_plan(task, plan).entries)
+    flagged = {v["ship"] for v in result.violations}
+    assert flagged == {0, 12}
+    fig = berth_chart(task, plan)
+    red = {int(name.split(":")[1]) for name, s in _shapes(fig, "ship:").items() if s["line"]["color"] == VIOLATION_LINE}
+    assert red == flagged
+    assert fig.layout.title.text == f"{BUSY} · infeasible · 3 violations on 2 ships"
+    hover = next(t for t in fig.data if t.name == "ships")
+    text12 = hover.hovertext[list(hover.text).index("12")]
+    assert "cannot arrive" in text12 and "overlaps ship 0" in text12
+    assert "has a problem" in {t.name for t in fig.data}  # legend entry only when something is flagged
+    clean = berth_chart(task, _optimal(task))
+    assert not any(s["line"]["color"] == VIOLATION_LINE for s in _shapes(clean, "ship:").values())
+    assert clean.layout.title.text == f"{BUSY} · feasible · cost {task['reference']['optimal_cost']}"
+
+
+def test_ships_moved_since_the_previous_plan_are_highlighted(pack) -> None:
+    task = pack.get(BUSY)
+    fig = berth_chart(task, _perturbed(task), previous_plan=_optimal(task))
+    fills = {int(n.split(":")[1]): s["fillcolor"] for n, s in _shapes(fig, "ship:").items()}
+    assert {s for s, c in fills.items() if c == MOVED_FILL} == {12}
+    assert all(c == SHIP_FILL for s, c in fills.items() if s != 12)
+    assert fig.layout.title.text.endswith("· 1 moved")
+    assert moved_ships(task, _perturbed(task), _optimal(task)) == {12}
+    # A change of crane count alone changes the rectangle, so it counts; a ship dropped from the plan too.
+    fewer = _optimal(task)[1:]
+    fewer[0]["cranes"] = 2
+    assert moved_ships(task, fewer, _optimal(task)) == {0, 1}
+    assert moved_ships(task, "not json", _optimal(task)) == set(range(17))
+
+
+def test_storm_task_draws_closures_alongside_wind_and_outages(pack) -> None:
+    task = pack.get(STORM)
+    fig = berth_chart(task, task["reference"]["naive_plan"])
+    closed = _shapes(fig, "closed:")
+    alongside = _shapes(fig, "alongside:")
+    wind = _shapes(fig, "wind:")
+    outage = _shapes(fig, "outage:")
+    assert set(alongside) == {"alongside:0"} and set(closed) == {"closed:1", "closed:2"}
+    assert (closed["closed:1"]["x0"], closed["closed:1"]["x1"]) == (88, 116)
+    assert (closed["closed:1"]["y0"], closed["closed:1"]["y1"]) == (10.5, 19.5)
+    assert closed["closed:1"]["label"]["text"] == "STS crane maintenance"
+    assert alongside["alongside:0"]["label"]["text"] == "HYUNDAI COLOMBO"
+    assert (alongside["alongside:0"]["x0"], alongside["alongside:0"]["x1"]) == (0, 4)
+    assert [(w["x0"], w["x1"]) for w in wind.values()] == [(159, 182), (161, 169)]
+    assert all((w["y0"], w["y1"]) == (1.5, 22.5) for w in wind.values())  # the whole quay
+    labels = [a.text for a in fig.layout.annotations if a.name and a.name.startswith("wind:")]
+    assert labels == ["💨 no moves, ships ≥ 300 m: h159–182", "💨 no moves, all ships: h161–169"]
+    assert [(o["x0"], o["x1"]) for o in outage.values()] == [(187, 216)]
+    assert any(a.text == "🏗️ −2 cranes (7 available): h187–216" for a in fig.layout.annotations)
+
+
+def test_wind_waiting_tail_is_drawn_lighter(pack) -> None:
+    task = pack.get(STORM)
+    plan = task["reference"]["naive_plan"]
+    result = check(task, parse_plan(task, plan).entries)
+    waiting = {sr.ship: sr for sr in result.ships.values() if sr.departure > sr.finish}
+    assert set(waiting) == {11, 13}
+    fig = berth_chart(task, plan)
+    tails = _shapes(fig, "tail:")
+    assert set(tails) == {"tail:11", "tail:13"}
+    for ship, sr in waiting.items():
+        body, tail = _shapes(fig, f"ship:{ship}")[f"ship:{ship}"], tails[f"tail:{ship}"]
+        assert (body["x0"], body["x1"], tail["x0"], tail["x1"]) == (sr.berth_hour, sr.finish, sr.finish, sr.departure)
+        assert tail["opacity"] < 1 and tail["line"]["dash"] == "dot"
+    assert "waiting for the wind" in {t.name for t in fig.data}
+
+
+def test_unreadable_and_missing_plans_give_an_empty_quay(pack) -> None:
+    task = pack.get(STORM)
+    fig = berth_chart(task, "this is not a plan")
+    assert not _shapes(fig, "ship:")
+    assert fig.layout.title.text.startswith(f"{STORM} · plan could not be read (INVALID_JSON: ")
+    assert _shapes(fig, "closed:")  # the quay's fixed facts are still there
+    assert berth_chart(task, None).layout.title.text == f"{STORM} · no plan yet"
+    assert berth_chart(task, None, title="Model <b>x</b>").layout.title.text == "Model &lt;b&gt;x&lt;/b&gt;"
+
+
+def test_ships_off_the_quay_widen_the_section_axis_and_entry_problems_show(pack) -> None:
+    task = pack.get(BUSY)
+    plan = _optimal(task)
+    plan[2].update(section=20)  # 8 sections from 20: up to 27, the quay ends at 22
+    plan.append({"ship": "NOBODY", "berth_hour": 1, "section": 2})
+    fig = berth_chart(task, plan)
+    assert tuple(fig.layout.yaxis.range) == (1.5, 27.5)
+    assert _shapes(fig, "ship:2")["ship:2"]["line"]["color"] == VIOLATION_LINE
+    assert "1 entry problems" in fig.layout.title.text
+
+
+def test_hover_text_is_escaped(pack) -> None:
+    task = copy.deepcopy(pack.get(BUSY))
+    task["ships"][3]["name"] = "<img src=x onerror=alert(1)>"
+    fig = berth_chart(task, _optimal(task))
+    hover = next(t for t in fig.data if t.name == "ships")
+    text = hover.hovertext[list(hover.text).index("3")]
+    assert "<img" not in text and "&lt;img src=x onerror=alert(1)&gt;" in text
+
+
+def test_side_by_side_highlights_ships_placed_differently(pack) -> None:
+    task = pack.get(BUSY)
+    fig = side_by_side(task, _perturbed(task), _optimal(task), titles=("model", "optimal"))
+    top, bottom = _shapes(fig, "ship:", "x"), _shapes(fig, "ship:", "x2")
+    assert len(top) == len(bottom) == 17
+    for panel in (top, bottom):
+        assert {n for n, s in panel.items() if s["fillcolor"] == MOVED_FILL} == {"ship:12"}
+    assert top["ship:12"]["x0"] == 0 and bottom["ship:12"]["x0"] == 142
+    assert {n for n, s in top.items() if s["line"]["color"] == VIOLATION_LINE} == {"ship:0", "ship:12"}
+    assert not any(s["line"]["color"] == VIOLATION_LINE for s in bottom.values())
+    subtitles = [a.text for a in fig.layout.annotations if a.text.startswith(("model", "optimal"))]
+    assert subtitles == ["model · infeasible · 3 violations on 2 ships", "optimal · feasible · cost 87"]
+    assert fig.layout.title.text == f"{BUSY} · 1 ships placed differently"
+    assert {t.yaxis for t in fig.data if t.name == "ships"} == {"y", "y2"}
+
+
+def test_plan_steps_from_events_and_records() -> None:
+    steps = [{"turn": 1, "tool": "check_plan", "plan": [], "result": {"feasible": False}},
+             {"turn": 2, "tool": "submit_plan", "plan": [], "result": {"submitted": True}}]
+    events = [{"type": "turn_started", "turn": 1},
+              {"type": "tool_result", "name": "get_situation", "step": None},
+              {"type": "tool_result", "name": "check_plan", "step": steps[0]},
+              {"type": "tool_result", "name": "submit_plan", "step": steps[1]}]
+    assert plan_steps(events) == steps
+    assert plan_steps({"steps": steps}) == steps
+    assert plan_steps({"steps": json.dumps(steps)}) == steps  # upstream's parquet rows keep JSON text
+    assert plan_steps({"steps": None}) == []
+
+
+def test_the_largest_task_builds_fast(pack) -> None:
+    task = pack.get(LARGEST)
+    assert len(task["ships"]) == 59
+    optimal, naive = task["reference"]["optimal_plan"], task["reference"]["naive_plan"]
+    berth_chart(task, optimal)  # warm plotly's validators
+    timings = []
+    for _ in range(3):
+        start = time.perf_counter()
+        fig = berth_chart(task, optimal, previous_plan=naive)
+        timings.append(time.perf_counter() - start)
+    assert len(_shapes(fig, "ship:")) == 59
+    assert len(fig.data) <= 8  # one hover trace per kind plus the legend, never one trace per ship
+    assert min(timings) < 0.5, f"59-ship chart took {min(timings):.3f} s"

@@ -1,0 +1,143 @@
+"""The rollout dataset's README.md: what it holds, its licence, and the YAML that tells `datasets` how to read it.
+
+Two configs: `index` (default; the flat rows in `index/*/*.jsonl`) and `rollouts` (the full records in
+`rollouts/*/*.json`). Both declare their features, so the column types never depend on which files happen to be read:
+
+- `index` columns are flat scalars with the types of `viewer.rows.COLUMNS`;
+- `rollouts` nested parts (`messages`, `steps`, `final`, ...) vary in shape from record to record (a tool result is
+  a checker report in one step and an error in the next), so they are declared `json`. `datasets` 5.2 JSON-encodes
+  those fields line by line before Arrow reads them, which is why every record file holds its JSON on ONE line.
+  A record key the card does not list would fail the whole config, so the store extends the card (as `json`) when a
+  record brings a new top-level key; `record_fields` reads back what a card declares.
+
+The card is pure text in, text out; the store writes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import yaml
+
+from viewer.rows import COLUMNS
+
+LICENSE = "cc-by-sa-4.0"
+ATTRIBUTION = "Contains data from the Port de Barcelona open data portal"
+
+_SCALAR = {str: "string", int: "int64", float: "float64", bool: "bool"}
+# Arrow's JSON reader turns ISO-looking strings into timestamps before `datasets` casts to the card's types, and a
+# timestamp cast back to string reads "2026-11-29 10:15:00": declaring `started` a timestamp keeps it exact.
+TIMESTAMP = "timestamp[us, tz=UTC]"
+INDEX_FEATURES: dict[str, str] = {name: _SCALAR[kind] for name, kind in COLUMNS.items()} | {"started": TIMESTAMP}
+
+# Top-level record fields (DESIGN.md "The rollout record") -> feature spec.
+RECORD_FEATURES: dict[str, dict[str, str]] = {
+    "schema_version": {"dtype": "int64"},
+    "episode_id": {"dtype": "string"},
+    "run": {"dtype": "string"},
+    "source": {"dtype": "string"},
+    "model": {"dtype": "string"},
+    "task_id": {"dtype": "string"},
+    "task": {"dtype": "json"},
+    "env_url": {"dtype": "string"},
+    "limits": {"dtype": "json"},
+    "started": {"dtype": TIMESTAMP},
+    "seconds": {"dtype": "float64"},
+    "messages": {"list": "json"},
+    "steps": {"list": "json"},
+    "final": {"dtype": "json"},
+    "reward": {"dtype": "float64"},
+    "usage": {"dtype": "json"},
+    "turns": {"dtype": "int64"},
+    "end_reason": {"dtype": "string"},
+    "errors": {"list": "string"},
+    "provider_switches": {"list": "string"},
+    "app_version": {"dtype": "string"},
+}
+
+_BODY = """\
+# Berth-planning agent arena: rollouts
+
+Every episode played in the berth-planning agent arena: a language model (or a baseline player) re-plans a week of
+container-ship berths at a quay of the Port of Barcelona on a PortSimEnv v1 task, testing drafts with `check_plan`
+and handing in one plan with `submit_plan`. Each rollout keeps the whole conversation (reasoning and tool calls
+included), every checked and submitted plan with the server's answer, the grade, token usage and timing.
+
+## Layout
+
+```
+README.md                                   this card
+rollouts/<YYYY-MM-DD>/<episode_id>.json     one full rollout record per file (date = episode start, UTC)
+index/<YYYY-MM-DD>/<writer_id>.jsonl        one flat row per rollout, appended by each writer process
+```
+
+## Configs
+
+- `index` (default): one row per rollout with flat columns (`model`, `model_name`, `task_id`, `difficulty`,
+  `reward`, `feasible`, `cost`, `turns`, `checks`, tokens, `end_reason`, `errors`, ...) and `path`, the record's
+  file in this repository.
+- `rollouts`: the full records. `task`, `limits`, `final`, `usage` and every element of `messages` and `steps`
+  are JSON values, since their shape varies between records.
+
+```python
+from datasets import load_dataset
+index = load_dataset("<this repo or a local copy>", "index", split="train")
+records = load_dataset("<this repo or a local copy>", "rollouts", split="train")
+```
+
+To open one rollout, download `rollouts/<date>/<episode_id>.json` (the `path` column) and read it as JSON.
+
+## Licence
+
+The rollouts are derived from the PortSimEnv dock-v1 task pack, built from Port of Barcelona container-call
+records shared under CC BY-SA 4.0; this dataset is shared under the same licence (CC BY-SA 4.0).
+{attribution}.
+"""
+
+
+def render(extra_fields: Iterable[str] = ()) -> str:
+    """The card text. `extra_fields`: record keys beyond RECORD_FEATURES, declared as `json`."""
+    record_features = dict(RECORD_FEATURES)
+    for name in sorted(set(extra_fields) - set(record_features)):
+        record_features[name] = {"dtype": "json"}
+    meta = {
+        "license": LICENSE,
+        "pretty_name": "Berth-planning agent arena rollouts",
+        "tags": ["agents", "tool-use", "rollouts", "berth-planning", "openenv"],
+        "configs": [
+            {"config_name": "index", "default": True,
+             "data_files": [{"split": "train", "path": "index/*/*.jsonl"}]},
+            {"config_name": "rollouts",
+             "data_files": [{"split": "train", "path": "rollouts/*/*.json"}]},
+        ],
+        "dataset_info": [
+            {"config_name": "index",
+             "features": [{"name": name, "dtype": dtype} for name, dtype in INDEX_FEATURES.items()]},
+            {"config_name": "rollouts",
+             "features": [{"name": name, **spec} for name, spec in record_features.items()]},
+        ],
+    }
+    front = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=120)
+    return f"---\n{front}---\n\n{_BODY.format(attribution=ATTRIBUTION)}"
+
+
+def record_fields(card: str) -> set[str]:
+    """The record keys a card's `rollouts` config declares (empty when the card has no readable front matter)."""
+    meta = _front_matter(card)
+    for info in meta.get("dataset_info") or []:
+        if isinstance(info, dict) and info.get("config_name") == "rollouts":
+            return {f["name"] for f in info.get("features") or [] if isinstance(f, dict) and "name" in f}
+    return set()
+
+
+def _front_matter(card: str) -> dict:
+    if not card.startswith("---\n"):
+        return {}
+    head, sep, _ = card[4:].partition("\n---\n")
+    if not sep:
+        return {}
+    try:
+        meta = yaml.safe_load(head)
+    except yaml.YAMLError:
+        return {}
+    return meta if isinstance(meta, dict) else {}

@@ -1,0 +1,386 @@
+"""The background pusher: takes the store folder's new and changed files to a Hub dataset repo in batched commits.
+
+It only ever reads the folder, so the folder stays the source of truth; the Hub is a copy that catches up.
+
+- When: every `every_s` seconds if anything changed, as soon as `every_n` rollouts were saved, right away for a
+  backlog found at start (an earlier run's unpushed files), and on `flush()`.
+- How: `HfApi.create_commit` with fewer than 100 files per commit (MAX_FILES_PER_COMMIT) and at most
+  MAX_COMMITS_PER_HOUR commits an hour (the Hub allows about 128 per repo). The card and the records go first and
+  the index files (append-only, pushed whole each time they grew) last, so an index row on the Hub points at a
+  record that is already there, and a card that declares a new record field lands before the record.
+- Failures: any error (429, 5xx, network, auth) keeps everything on disk and retries with exponential backoff from
+  `retry_base_s` up to `retry_max_s`, never sooner than a `Retry-After` the Hub sent. `status()["last_error"]` says
+  what went wrong (never the token).
+- The journal `.push/pushed.jsonl` records every pushed file version, one JSON line each:
+  `{"path": "rollouts/2026-11-29/ab12cd34ef56.json", "size": 20481, "mtime_ns": 1764411300123456789,
+  "sha1": "<git blob sha1 of the bytes pushed>", "commit": "<commit oid>", "at": "2026-11-29T10:15:00Z"}`; the last
+  line for a path wins. A file whose size and mtime match its entry is not read again; one whose bytes hash to the
+  recorded sha1 is not pushed again. The journal is appended with one write and an fsync after each commit, so after
+  a restart the pusher carries on with exactly what was not yet pushed. If a commit lands but its answer is lost, the
+  retry sends the same bytes and the Hub (preupload reports its oids) drops them as unchanged: no second copy.
+- Several processes may share one folder: `.push/push.lock` lets one of them push at a time.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from collections import deque
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+from huggingface_hub import CommitOperationAdd, HfApi
+from huggingface_hub.errors import HfHubHTTPError, RepositoryNotFoundError
+from huggingface_hub.utils.sha import git_hash
+
+from viewer.store import atomic_write
+
+log = logging.getLogger(__name__)
+
+MAX_FILES_PER_COMMIT = 90
+MAX_COMMITS_PER_HOUR = 100
+
+
+class PushJournal:
+    """`.push/pushed.jsonl`: what was pushed, read incrementally; appended only by the holder of the push lock."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.entries: dict[str, dict] = {}
+        self._lines = 0
+        self._read_to = 0
+        self._inode: int | None = None
+
+    def get(self, rel: str) -> dict | None:
+        return self.entries.get(rel)
+
+    def reload(self) -> None:
+        try:
+            stat = self.path.stat()
+        except FileNotFoundError:
+            self.entries, self._lines, self._read_to, self._inode = {}, 0, 0, None
+            return
+        if stat.st_ino != self._inode or stat.st_size < self._read_to:  # compacted by another process
+            self.entries, self._lines, self._read_to, self._inode = {}, 0, 0, stat.st_ino
+        with open(self.path, "rb") as f:
+            f.seek(self._read_to)
+            data = f.read()
+        end = data.rfind(b"\n") + 1  # a torn last line (a pusher killed mid-append) is not an entry
+        for line in data[:end].splitlines():
+            try:
+                entry = json.loads(line)
+                self.entries[entry["path"]] = entry
+                self._lines += 1
+            except (ValueError, KeyError, TypeError):
+                log.warning("skipping an unreadable line in %s", self.path)
+        self._read_to += end
+
+    def append(self, entries: list[dict]) -> None:
+        data = b"".join(json.dumps(entry, ensure_ascii=False).encode() + b"\n" for entry in entries)
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":  # drop a torn tail rather than glue onto it
+                tail = os.pread(fd, size, 0)
+                size = tail.rfind(b"\n") + 1
+                os.ftruncate(fd, size)
+            os.write(fd, data)
+            os.fsync(fd)
+            self._inode = os.fstat(fd).st_ino
+        finally:
+            os.close(fd)
+        for entry in entries:
+            self.entries[entry["path"]] = entry
+        self._lines += len(entries)
+        self._read_to = size + len(data)
+
+    def compact(self) -> None:
+        """Rewrite with one line per path once superseded lines dominate (index files are re-pushed often)."""
+        if self._lines <= 2 * len(self.entries) + 100:
+            return
+        data = b"".join(json.dumps(e, ensure_ascii=False).encode() + b"\n" for e in self.entries.values())
+        atomic_write(self.path, data)
+        stat = self.path.stat()
+        self._lines, self._read_to, self._inode = len(self.entries), stat.st_size, stat.st_ino
+
+
+def dataset_files(root: Path) -> list[str]:
+    """The folder's files that belong in the dataset repo, card first, then records, then index files."""
+    files = ["README.md"] if (root / "README.md").is_file() else []
+    for pattern in ("rollouts/*/*.json", "index/*/*.jsonl"):
+        files += sorted(p.relative_to(root).as_posix() for p in root.glob(pattern) if not p.name.startswith("."))
+    return files
+
+
+def pending_files(root: Path, journal: PushJournal) -> list[str]:
+    """Files whose size or mtime differ from their journal entry (or that have none)."""
+    pending = []
+    for rel in dataset_files(root):
+        try:
+            stat = (root / rel).stat()
+        except FileNotFoundError:
+            continue
+        entry = journal.get(rel)
+        if entry is None or entry.get("size") != stat.st_size or entry.get("mtime_ns") != stat.st_mtime_ns:
+            pending.append(rel)
+    return pending
+
+
+def plan_commits(pending: list[str], limit: int = MAX_FILES_PER_COMMIT) -> list[list[str]]:
+    """Split pending files into commits of at most `limit` files, index files in the last ones."""
+    head = [rel for rel in pending if not rel.startswith("index/")]
+    tail = [rel for rel in pending if rel.startswith("index/")]
+    batches = [head[i:i + limit] for i in range(0, len(head), limit)] or [[]]
+    room = limit - len(batches[-1])
+    batches[-1] += tail[:room]
+    batches += [tail[i:i + limit] for i in range(room, len(tail), limit)]
+    return [batch for batch in batches if batch]
+
+
+class _CommitBudget(Exception):
+    def __init__(self, wait_s: float) -> None:
+        super().__init__(f"commit budget of {MAX_COMMITS_PER_HOUR}/hour used up; next commit in {wait_s:.0f}s")
+        self.wait_s = wait_s
+
+
+class HubPusher:
+    """One background thread that keeps a Hub dataset repo in step with a store folder (see the module doc)."""
+
+    def __init__(self, root: Path, repo_id: str, *, token: str, endpoint: str | None = None,
+                 every_s: float = 300, every_n: int = 50, retry_base_s: float = 2.0,
+                 retry_max_s: float = 600.0) -> None:
+        self.root = root
+        self.repo_id = repo_id
+        self._api = HfApi(endpoint=endpoint, token=token)
+        self._token = token
+        self._every_s, self._every_n = every_s, max(1, every_n)
+        self._retry_base_s, self._retry_max_s = retry_base_s, retry_max_s
+        self._journal = PushJournal(root / ".push" / "pushed.jsonl")
+        self._push_lock = FileLock(root / ".push" / "push.lock")
+        self._cond = threading.Condition()
+        self._thread = threading.Thread(target=self._run, name="rollout-pusher", daemon=True)
+        self._commit_times: deque[float] = deque()
+        self._repo_ready = False
+        # Everything below is guarded by self._cond.
+        self._waiting: set[str] = set()  # rollout files not on the Hub yet
+        self._noticed: set[str] = set()  # rollout files saved since the running cycle listed the folder
+        self._new = 0  # rollouts saved since the last cycle started
+        self._dirty = False  # anything to push at the next timer
+        self._backlog = False  # unpushed rollouts found at start: push right away
+        self._stop = False
+        self._flush_asked = self._flush_tried = self._flush_done = 0
+        self._failures = 0
+        self._retry_at = self._hold_until = self._next_push = 0.0
+        self._last_push: str | None = None
+        self._last_error: str | None = None
+
+    # -- the store's side ------------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """List what an earlier run left unpushed (local disk only, no network) and start the thread."""
+        self._journal.reload()
+        backlog = {rel for rel in pending_files(self.root, self._journal) if rel.startswith("rollouts/")}
+        with self._cond:
+            self._waiting |= backlog
+            self._backlog = bool(backlog)
+            self._next_push = time.monotonic() + self._every_s
+        self._thread.start()
+
+    def notify(self, rel: str) -> None:
+        """A file was saved (called after it is on disk)."""
+        with self._cond:
+            self._dirty = True
+            if rel.startswith("rollouts/"):
+                self._waiting.add(rel)
+                self._noticed.add(rel)
+                self._new += 1
+            self._cond.notify_all()  # the thread re-plans its sleep: the timer now matters
+
+    def status(self) -> dict:
+        with self._cond:
+            return {"waiting": len(self._waiting), "last_push": self._last_push, "last_error": self._last_error}
+
+    def flush(self, timeout: float) -> bool:
+        """Ask for a push now and wait until a push that started after this call leaves nothing behind."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            self._flush_asked += 1
+            mine = self._flush_asked
+            self._cond.notify_all()
+            while self._flush_done < mine:
+                left = deadline - time.monotonic()
+                if left <= 0 or self._stop:
+                    return False
+                self._cond.wait(left)
+            return True
+
+    def close(self, timeout: float = 10.0) -> None:
+        with self._cond:
+            self._stop = True
+            self._cond.notify_all()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    # -- the thread ------------------------------------------------------------------------------------------------
+
+    def _due(self, now: float) -> bool:
+        if self._stop:
+            return True
+        if now < self._hold_until:  # the Hub said when to come back
+            return False
+        if self._flush_asked > self._flush_tried:
+            return True
+        if self._failures:
+            return now >= self._retry_at
+        return self._backlog or self._new >= self._every_n or (self._dirty and now >= self._next_push)
+
+    def _sleep_s(self, now: float) -> float:
+        times = [self._hold_until, self._retry_at if self._failures else 0.0, self._next_push if self._dirty else 0.0]
+        future = [t - now for t in times if t > now]
+        return min([60.0, *future])
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._due(time.monotonic()):
+                    self._cond.wait(self._sleep_s(time.monotonic()))
+                if self._stop:
+                    return
+                asked = self._flush_tried = self._flush_asked
+                self._backlog, self._new, self._dirty = False, 0, False
+            clean = self._cycle()
+            with self._cond:
+                self._next_push = time.monotonic() + self._every_s
+                if clean:
+                    self._failures = 0
+                    self._last_error = None
+                    self._flush_done = max(self._flush_done, asked)
+                else:
+                    self._dirty = True
+                self._cond.notify_all()
+
+    def _cycle(self) -> bool:
+        """One push of everything pending; False (and a retry scheduled) on any failure."""
+        try:
+            self._check_repo()
+            self._push_lock.acquire(timeout=0)
+            try:
+                self._journal.reload()
+                self._journal.compact()
+                with self._cond:
+                    self._noticed = set()
+                pending = pending_files(self.root, self._journal)
+                with self._cond:
+                    self._waiting = {rel for rel in pending if rel.startswith("rollouts/")} | self._noticed
+                for batch in plan_commits(pending):
+                    self._commit(batch)
+            finally:
+                self._push_lock.release()
+            return True
+        except Exception as exc:  # the thread must survive anything the Hub or the network does
+            self._failed(exc)
+            return False
+
+    def _check_repo(self) -> None:
+        # create_repo once per process; after that a cheap repo_info, which fails fast when the Hub is unreachable
+        # (the upload calls retry connection errors inside huggingface_hub for ~20 s before giving up).
+        if not self._repo_ready:
+            self._api.create_repo(self.repo_id, repo_type="dataset", exist_ok=True)
+            self._repo_ready = True
+            return
+        try:
+            self._api.repo_info(self.repo_id, repo_type="dataset")
+        except RepositoryNotFoundError:
+            self._repo_ready = False
+            raise
+
+    def _commit(self, batch: list[str]) -> None:
+        operations, entries = [], []
+        for rel in batch:
+            path = self.root / rel
+            try:
+                stat = path.stat()  # before reading: a change after this shows as a new version next time
+                data = path.read_bytes()
+            except FileNotFoundError:
+                continue
+            if rel.startswith("index/"):
+                data = data[: data.rfind(b"\n") + 1]  # whole rows only
+            entry = {"path": rel, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha1": git_hash(data)}
+            known = self._journal.get(rel)
+            if known and known.get("sha1") == entry["sha1"]:  # touched, not changed
+                entries.append({**entry, "commit": known.get("commit")})
+            elif data:
+                operations.append(CommitOperationAdd(path_in_repo=rel, path_or_fileobj=data))
+                entries.append(entry)
+        if operations:
+            self._spend_commit()
+            info = self._api.create_commit(self.repo_id, operations, commit_message=_message(operations),
+                                           repo_type="dataset")
+            for entry in entries:
+                entry.setdefault("commit", info.oid)
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        self._journal.append([{**entry, "at": stamp} for entry in entries])
+        with self._cond:
+            self._waiting -= {entry["path"] for entry in entries}
+            if operations:
+                self._last_push = stamp
+        if operations:
+            log.info("pushed %d file(s) to %s", len(operations), self.repo_id)
+
+    def _spend_commit(self) -> None:
+        now = time.monotonic()
+        while self._commit_times and now - self._commit_times[0] > 3600:
+            self._commit_times.popleft()
+        if len(self._commit_times) >= MAX_COMMITS_PER_HOUR:
+            raise _CommitBudget(3600 - (now - self._commit_times[0]))
+        self._commit_times.append(now)
+
+    def _failed(self, exc: Exception) -> None:
+        wait = _retry_after(exc)
+        with self._cond:
+            self._failures += 1
+            delay = min(self._retry_max_s, self._retry_base_s * 2 ** (self._failures - 1))
+            now = time.monotonic()
+            if wait is not None:
+                self._hold_until = now + wait
+                delay = max(delay, wait)
+            self._retry_at = now + delay
+            self._last_error = self._describe(exc)
+        log.warning("push to %s failed (%s); retrying in %.1fs", self.repo_id, self._last_error, delay)
+
+    def _describe(self, exc: Exception) -> str:
+        if isinstance(exc, Timeout):
+            text = "another process is pushing this folder"
+        elif isinstance(exc, HfHubHTTPError) and exc.response is not None:
+            text = f"HTTP {exc.response.status_code}: {str(exc).splitlines()[0]}"
+        else:
+            text = f"{type(exc).__name__}: {exc}"
+        if self._token:
+            text = text.replace(self._token, "***")
+        return text[:300]
+
+
+def _retry_after(exc: Exception) -> float | None:
+    if isinstance(exc, _CommitBudget):
+        return exc.wait_s
+    response = getattr(exc, "response", None)
+    value = response.headers.get("Retry-After") if response is not None else None
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _message(operations: list[CommitOperationAdd]) -> str:
+    paths = [op.path_in_repo for op in operations]
+    rollouts = sum(rel.startswith("rollouts/") for rel in paths)
+    parts = [f"add {rollouts} rollout{'s' * (rollouts != 1)}"] if rollouts else []
+    if any(rel.startswith("index/") for rel in paths):
+        parts.append("update the index")
+    if "README.md" in paths:
+        parts.append("update the dataset card")
+    text = ", ".join(parts)
+    return text[:1].upper() + text[1:]

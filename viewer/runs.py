@@ -1,0 +1,131 @@
+"""Episodes that outlive the page: each runs in a background worker keyed by its episode id.
+
+A page subscribes to an episode's events; closing or reloading the tab only ends the subscription. Anyone holding the
+id can re-attach, watch it live from the start, or stop it. Finished rollouts go to the store's save function.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent.loop import stream_episode
+from agent.record import new_episode_id
+
+KEEP_FINISHED = 64  # finished episodes kept in memory for re-attach; older ones are read from the store
+
+
+class CapacityError(RuntimeError):
+    """Too many episodes running: in total, or for one browser session."""
+
+
+@dataclass
+class EpisodeRun:
+    episode_id: str
+    model: str
+    task_id: str
+    owner: str
+    started: float = field(default_factory=time.time)
+    events: list[dict] = field(default_factory=list)
+    record: dict | None = None
+    saved: Any = None  # what the store's save returned, or the error that kept it from saving
+    save_error: str | None = None
+    stop_event: threading.Event = field(default_factory=threading.Event)
+    _changed: threading.Condition = field(default_factory=threading.Condition)
+
+    @property
+    def finished(self) -> bool:
+        return self.record is not None
+
+    def publish(self, event: dict) -> None:
+        with self._changed:
+            self.events.append(event)
+            self._changed.notify_all()
+
+    def finish(self, record: dict) -> None:
+        with self._changed:
+            self.record = record
+            self._changed.notify_all()
+
+    def wait(self, position: int, timeout: float) -> tuple[list[dict], bool]:
+        """Events after `position` (waiting up to `timeout` for the first), and whether the episode is over."""
+        with self._changed:
+            if len(self.events) <= position and not self.finished:
+                self._changed.wait(timeout=timeout)
+            return self.events[position:], self.finished and len(self.events) >= position
+
+
+class RunRegistry:
+    """Starts episodes in worker threads, caps how many run at once, and keeps them findable by id."""
+
+    def __init__(self, save: Callable[[dict], Any], *, max_total: int = 16, max_per_owner: int = 2):
+        self._save = save
+        self.max_total, self.max_per_owner = max_total, max_per_owner
+        self._runs: OrderedDict[str, EpisodeRun] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def running(self, owner: str | None = None) -> list[EpisodeRun]:
+        with self._lock:
+            return [r for r in self._runs.values() if not r.finished and (owner is None or r.owner == owner)]
+
+    def start(self, model: str, task_id: str, *, owner: str, **options: Any) -> EpisodeRun:
+        """Start an episode in the background; `options` go to `stream_episode` (keys stay in the worker)."""
+        with self._lock:
+            live = [r for r in self._runs.values() if not r.finished]
+            if len(live) >= self.max_total:
+                raise CapacityError(f"The arena is full: {len(live)} episodes are running. Try again in a few "
+                                    "minutes.")
+            mine = sum(1 for r in live if r.owner == owner)
+            if mine >= self.max_per_owner:
+                raise CapacityError(f"You already have {mine} episodes running (the limit is "
+                                    f"{self.max_per_owner}). Stop one or wait for it to finish.")
+            run = EpisodeRun(new_episode_id(), model, task_id, owner)
+            self._runs[run.episode_id] = run
+            self._forget_old()
+        worker = threading.Thread(target=self._play, args=(run, options), name=f"episode-{run.episode_id}",
+                                  daemon=True)
+        worker.start()
+        return run
+
+    def get(self, episode_id: str) -> EpisodeRun | None:
+        with self._lock:
+            return self._runs.get(episode_id)
+
+    def stop(self, episode_id: str) -> bool:
+        run = self.get(episode_id)
+        if run is None or run.finished:
+            return False
+        run.stop_event.set()
+        return True
+
+    def _play(self, run: EpisodeRun, options: dict) -> None:
+        record = None
+        try:
+            for event in stream_episode(run.model, run.task_id, episode_id=run.episode_id, stop=run.stop_event,
+                                        **options):
+                if event["type"] == "episode_finished":
+                    record = event["record"]
+                else:
+                    run.publish(event)
+        except Exception as exc:  # the loop records its own failures; this is a bug guard, never silent
+            run.save_error = f"the episode worker failed: {type(exc).__name__}: {exc}"
+        if record is not None:
+            try:
+                run.saved = self._save(record)
+            except Exception as exc:
+                run.save_error = f"could not save the rollout: {type(exc).__name__}: {exc}"
+            run.publish({"type": "episode_finished", "record": record, "seq": len(run.events),
+                         "t": record.get("seconds", 0.0)})
+            run.finish(record)
+        else:
+            run.finish({"episode_id": run.episode_id, "errors": [run.save_error or "no record"],
+                        "end_reason": "error"})
+
+    def _forget_old(self) -> None:
+        finished = [eid for eid, r in self._runs.items() if r.finished]
+        for episode_id in finished[: max(0, len(finished) - KEEP_FINISHED)]:
+            del self._runs[episode_id]

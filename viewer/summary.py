@@ -1,0 +1,278 @@
+"""Short Markdown summaries of an episode: the live status line, the grade panel and the token usage.
+
+Also the small text helpers the chat renderer shares: every piece of untrusted text (model output, tool output,
+provider errors, ship names) goes through `escape_md` or `code_block` before it reaches a Markdown page, so it is
+shown as text and never runs as HTML.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+_BACKTICK_RUN = re.compile(r"`+")
+
+
+def escape_md(text: Any) -> str:
+    """Untrusted text for a Markdown page: HTML tags and entities show literally, remote images do not load.
+
+    Markdown formatting (tables, lists, emphasis) survives, which keeps situation texts readable.
+    """
+    # `![` would load a remote image (a tracking pixel); a backslash keeps the text and drops the image.
+    return html.escape(str(text), quote=False).replace("![", "!\\[")
+
+
+def escape_cell(text: Any) -> str:
+    """Untrusted text on one line of a table or a list item."""
+    return escape_md(" ".join(str(text).split())).replace("|", "\\|")
+
+
+def code_block(text: str, lang: str = "") -> str:
+    """A fenced code block that the text cannot close early: the fence is longer than any backtick run inside."""
+    longest = max((len(m) for m in _BACKTICK_RUN.findall(text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{lang}\n{text}\n{fence}"
+
+
+def compact_json(value: Any) -> str:
+    """JSON text that stays short on screen: one line per key, and one line per item of a list of objects."""
+    if not isinstance(value, Mapping):
+        return json.dumps(value, ensure_ascii=False)
+    parts = []
+    for key, item in value.items():
+        head = json.dumps(str(key), ensure_ascii=False)
+        if isinstance(item, list) and item and all(isinstance(x, Mapping | list) for x in item):
+            rows = ",\n  ".join(json.dumps(x, ensure_ascii=False) for x in item)
+            parts.append(f"{head}: [\n  {rows}\n ]")
+        else:
+            parts.append(f"{head}: {json.dumps(item, ensure_ascii=False)}")
+    return "{\n " + ",\n ".join(parts) + "\n}" if parts else "{}"
+
+
+def shorten(text: str, limit: int) -> str:
+    """At most `limit` characters, saying how much was left out."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n… ({len(text) - limit:,} more characters)"
+
+
+def fmt_num(value: Any, digits: int = 4) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        text = f"{value:.{digits}f}".rstrip("0")
+        return text + "0" if text.endswith(".") else text
+    return escape_cell(value)
+
+
+# --- the live status line ------------------------------------------------------------------------------------
+
+def status_line(events: Sequence[Mapping[str, Any]]) -> str:
+    """One line for the top of the Run tab: turn k of N, tokens, elapsed seconds, state.
+
+    Scans from the newest event backwards and stops once it knows everything, so calling it after every event
+    of a long run stays cheap.
+    """
+    turn = max_turns = None
+    usage: Mapping[str, Any] | None = None
+    elapsed: float | None = None
+    finished: Mapping[str, Any] | None = None
+    failed = stopping = started = False
+    for event in reversed(events):
+        kind = event.get("type")
+        if elapsed is None and isinstance(event.get("t"), int | float):
+            elapsed = float(event["t"])
+        if kind == "episode_finished" and finished is None:
+            finished = event.get("record") or {}
+        elif kind == "error":
+            failed = True
+        elif kind == "note" and event.get("kind") == "stopped":
+            stopping = True
+        elif kind == "turn_finished" and usage is None:
+            usage = event.get("usage_total") or {}
+        elif kind == "turn_started" and turn is None:
+            turn, max_turns = event.get("turn"), event.get("max_turns")
+        elif kind == "episode_started":
+            started = True
+            max_turns = max_turns or (event.get("limits") or {}).get("max_turns")
+            break
+    if finished is not None:
+        usage = finished.get("usage") or usage
+        if isinstance(finished.get("seconds"), int | float):
+            elapsed = float(finished["seconds"])
+        turn = finished.get("turns", turn)
+        max_turns = max_turns or (finished.get("limits") or {}).get("max_turns")
+
+    parts = []
+    if turn is not None:
+        parts.append(f"turn {turn} of {max_turns}" if max_turns else f"turn {turn}")
+    if usage:
+        parts.append(f"{int(usage.get('input_tokens') or 0):,} in / {int(usage.get('output_tokens') or 0):,} out tokens")
+    if elapsed is not None:
+        parts.append(f"{elapsed:.0f} s")
+    parts.append(_state(finished, failed=failed, stopping=stopping, started=started))
+    return " · ".join(parts)
+
+
+def _state(finished: Mapping[str, Any] | None, *, failed: bool, stopping: bool, started: bool) -> str:
+    if finished is not None:
+        reason = str(finished.get("end_reason") or "ended")
+        if reason == "submitted":
+            reward = finished.get("reward")
+            return f"**submitted** (reward {reward:.4f})" if isinstance(reward, int | float) else "**submitted**"
+        if reason in ("stopped", "error"):
+            return f"**{reason}**"
+        return f"**ended** ({escape_cell(reason)})"
+    if failed:
+        return "**error**"
+    if stopping:
+        return "**stopping**"
+    return "**running**" if started else "**starting**"
+
+
+# --- the grade panel -----------------------------------------------------------------------------------------
+
+def _is_record(value: Mapping[str, Any]) -> bool:
+    return "final" in value or "messages" in value or "steps" in value
+
+
+def grade_panel(record_or_grade: Mapping[str, Any] | None, task: Mapping[str, Any] | None = None) -> str:
+    """The grade of a rollout (or a bare §5.4 grade dict) as Markdown.
+
+    `task` (a full task, reference included) fills in the optimum and the naive cost when the grade lacks them.
+    """
+    if not record_or_grade:
+        return "### Grade\nNo grade yet."
+    rubric: Mapping[str, Any] | None = None
+    ships: int | None = _ship_count(task)
+    if _is_record(record_or_grade):
+        record = record_or_grade
+        final = record.get("final") or {}
+        grade = final.get("grade")
+        rubric = final.get("rubric")
+        summary = record.get("task") if isinstance(record.get("task"), Mapping) else {}
+        ships = ships or _int_or_none(summary.get("ships"))
+        if not grade:
+            reason = escape_cell(record.get("end_reason") or "not submitted")
+            return f"### Grade\n**Not submitted** · reward {fmt_num(record.get('reward') or 0.0)} · ended: {reason}"
+        reference = {**summary, **_reference(task)}
+    else:
+        grade = record_or_grade
+        reference = _reference(task)
+    return "### Grade\n" + "\n".join(grade_lines(grade, rubric=rubric, ships=ships, reference=reference))
+
+
+def grade_lines(grade: Mapping[str, Any], *, rubric: Mapping[str, Any] | None = None, ships: int | None = None,
+                reference: Mapping[str, Any] | None = None, max_violations: int = 5) -> list[str]:
+    """The grade as Markdown lines (shared by the grade panel and the chat's submit result)."""
+    reference = reference or {}
+    feasible = bool(grade.get("feasible"))
+    lines = [f"**Reward {fmt_num(grade.get('reward'))}** · {'✅ feasible' if feasible else '❌ infeasible'}"]
+    cost = grade.get("cost")
+    optimal = _first_int(grade.get("optimal_cost"), reference.get("optimal_cost"))
+    naive = _first_int(grade.get("naive_cost"), reference.get("naive_cost"))
+    if feasible and cost is not None:
+        detail = f"delay {fmt_num(grade.get('delay_cost'))}, {fmt_num(grade.get('moves'))} moved ships"
+        lines.append(f"- cost **{fmt_num(cost)}** ({detail})")
+        if optimal is not None:
+            above = cost - optimal
+            if above <= 0:
+                lines.append(f"- optimum {fmt_num(optimal)}: at the optimum")
+            else:
+                pct = f" ({100 * above / optimal:+.1f} %)" if optimal else ""
+                lines.append(f"- optimum {fmt_num(optimal)}: {above:,} above{pct}")
+        if naive is not None:
+            closed = gap_closed(cost, optimal, naive)
+            closed_text = f", {closed:.1f} % of the naive-to-optimum gap closed" if closed is not None else ""
+            lines.append(f"- naive plan {fmt_num(naive)}{closed_text}")
+    elif optimal is not None or naive is not None:
+        lines.append(f"- optimum {fmt_num(optimal)} · naive plan {fmt_num(naive)}")
+    clean = grade.get("clean_fraction")
+    problems = list(grade.get("parse_problems") or [])
+    if clean is not None:
+        # The fraction's denominator counts each parse problem as one more (never clean) ship.
+        count = f"{round(clean * (ships + len(problems)))}/{ships} ships, " if ships else ""
+        lines.append(f"- ships clean: {count}{fmt_num(clean)}")
+    parts = dict(rubric or {})
+    parts.setdefault("ships_clean", grade.get("clean_fraction"))
+    parts.setdefault("cost_quality", grade.get("quality"))
+    lines.append("- rubric: " + " · ".join(f"{escape_cell(k)} {fmt_num(v)}" for k, v in parts.items()))
+    violations = list(grade.get("violations") or [])
+    lines.append(f"- violations: {len(violations)}" + (f" · parse problems: {len(problems)}" if problems else ""))
+    lines += [f"  - {escape_cell(p)}" for p in problems[:max_violations]]
+    lines += violation_lines(violations, limit=max_violations, indent="  ")
+    return lines
+
+
+def violation_lines(violations: Iterable[Mapping[str, Any]], *, limit: int = 5, indent: str = "",
+                    names: Mapping[int, str] | None = None) -> list[str]:
+    """The first violations grouped by ship, one bullet per ship: `ship 3 STEEN: problem; problem`."""
+    by_ship: dict[Any, list[str]] = {}
+    for v in violations:
+        by_ship.setdefault(v.get("ship"), []).append(str(v.get("problem", "")))
+    lines = []
+    for ship, problems in list(by_ship.items())[:limit]:
+        name = f" {escape_cell(names[ship])}" if names and ship in names else ""
+        lines.append(f"{indent}- ship {escape_cell(ship)}{name}: "
+                     + "; ".join(escape_cell(p) for p in problems))
+    if len(by_ship) > limit:
+        lines.append(f"{indent}- … and {len(by_ship) - limit} more ships")
+    return lines
+
+
+def gap_closed(cost: int | None, optimal: int | None, naive: int | None) -> float | None:
+    """Percent of the way from the naive plan's cost to the optimum (100 at the optimum, 0 at naive, <0 worse)."""
+    if cost is None or optimal is None or naive is None or naive == optimal:
+        return None
+    return 100.0 * (naive - cost) / (naive - optimal)
+
+
+def _reference(task: Mapping[str, Any] | None) -> dict[str, Any]:
+    ref = (task or {}).get("reference") or {}
+    return {k: ref[k] for k in ("optimal_cost", "naive_cost") if ref.get(k) is not None}
+
+
+def _ship_count(task: Mapping[str, Any] | None) -> int | None:
+    ships = (task or {}).get("ships")
+    return len(ships) if isinstance(ships, list) else _int_or_none(ships)
+
+
+def _int_or_none(value: Any) -> int | None:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _first_int(*values: Any) -> int | None:
+    for value in values:
+        if (number := _int_or_none(value)) is not None:
+            return number
+    return None
+
+
+# --- usage ---------------------------------------------------------------------------------------------------
+
+def usage_summary(record: Mapping[str, Any]) -> str:
+    """Model, turns, tokens, time and checks of a rollout record, plus its errors and provider switches."""
+    usage = record.get("usage") or {}
+    steps = record.get("steps") or []
+    checks = sum(1 for s in steps if s.get("tool") == "check_plan")
+    turns = record.get("turns")
+    out_tokens = int(usage.get("output_tokens") or 0)
+    lines = [
+        f"**{escape_cell(record.get('model') or 'unknown model')}** on {escape_cell(record.get('task_id') or '?')}",
+        f"- {fmt_num(turns)} turns · {checks} checks · {fmt_num(record.get('seconds'), 1)} s"
+        f" · ended: {escape_cell(record.get('end_reason') or '?')}",
+        f"- tokens: {int(usage.get('input_tokens') or 0):,} in / {out_tokens:,} out"
+        + (f" ({out_tokens // turns:,} out per turn)" if isinstance(turns, int) and turns > 0 else ""),
+    ]
+    for switch in record.get("provider_switches") or []:
+        lines.append(f"- provider switch: {escape_cell(shorten(str(switch), 300))}")
+    for err in record.get("errors") or []:
+        lines.append(f"- ❌ error: {escape_cell(shorten(str(err), 300))}")
+    return "\n".join(lines)
