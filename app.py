@@ -9,6 +9,8 @@ ROLLOUT_DATASET, PUBLIC_ROLLOUTS, HF_TOKEN and the provider keys.
 from __future__ import annotations
 
 import os
+import signal
+import sys
 from collections.abc import AsyncIterator
 
 import gradio as gr
@@ -97,6 +99,8 @@ def launch(demo: gr.Blocks, **options):
 
 
 if __name__ == "__main__":
+    # A Space stops the app with SIGTERM; as SystemExit it lets the store push what is waiting before exit.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     # Start the embedded berth server before the first user arrives, unless runs go to a remote one.
     if not os.environ.get("BERTH_ENV_URL"):
         from berth_env.embedded import embedded_url

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
@@ -50,6 +51,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for spec in args.model:
             parse_spec(spec)
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}([T ].*)?", args.run):
+            # Arrow reads a date-like string column as a timestamp, so such a run name would not round-trip
+            # through datasets.load_dataset.
+            raise ValueError(f"run name {args.run!r} looks like a date; add a word, e.g. 'board-{args.run}'")
         task_ids = _task_ids(args)
     except (SpecError, KeyError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -83,9 +88,8 @@ def _remote_split(url: str, split: str) -> list[str]:
 
 
 def run_batch(args: argparse.Namespace, task_ids: list[str]) -> int:
-    from viewer.store import RolloutStore
-
     from viewer.leaderboard import board_markdown, leaderboard
+    from viewer.store import RolloutStore
 
     root = args.out or Path(os.environ.get("ROLLOUT_DIR") or "rollouts")
     token = os.environ.get("HF_TOKEN") if args.dataset else None

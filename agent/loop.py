@@ -109,7 +109,7 @@ def stream_episode(model: str, task_id: str, *, env_url: str | None = None,
             yield emit(ev.turn_started(turn, max_turns))
             if last:
                 provider.add_user(LAST_TURN)
-                record["messages"].append({"role": "user", "content": LAST_TURN})
+                record["messages"].append({"role": "user", "content": LAST_TURN, "kind": "last_turn"})
                 yield emit(ev.note(turn, "last_turn", LAST_TURN))
             result = yield from _model_turn(provider, turn, interrupt, emit)
             record["turns"] = turn
@@ -146,7 +146,7 @@ def stream_episode(model: str, task_id: str, *, env_url: str | None = None,
     finally:
         interrupt.finish()
         if session is not None:
-            session.close()
+            session.close(wait=False)
     if provider is not None and provider.provider_switches:
         record["provider_switches"] = [scrub(s, secrets) for s in provider.provider_switches]
     record["end_reason"] = record["end_reason"] or "turn_limit"
@@ -181,12 +181,13 @@ def _nudge(provider: Provider, record: dict, result: ModelTurn, turn: int, emit:
         # A turn cut off mid-thought loses its reasoning; its tail lets the next turn continue, not start over.
         notes = result.reasoning[-NOTES_CHARS:]
         provider.add_notes(notes)
-        record["messages"].append({"role": "user", "content": f"(notes from the cut-off turn)\n{notes}"})
+        record["messages"].append({"role": "user", "content": f"(notes from the cut-off turn)\n{notes}",
+                                   "kind": "cutoff"})
         text, kind = CUTOFF_NUDGE, "cutoff"
     else:
         text, kind = NUDGE, "nudge"
     provider.add_user(text)
-    record["messages"].append({"role": "user", "content": text})
+    record["messages"].append({"role": "user", "content": text, "kind": kind})
     yield emit(ev.note(turn, kind, text))
 
 

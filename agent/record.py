@@ -13,7 +13,7 @@ from agent import APP_VERSION
 SCHEMA_VERSION = 1
 END_REASONS = ("submitted", "no_tool_call", "turn_limit", "wall_clock", "tool_call_limit", "server_ended",
                "stopped", "error")
-_EPISODE_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_EPISODE_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 def new_episode_id() -> str:
@@ -22,7 +22,7 @@ def new_episode_id() -> str:
 
 def valid_episode_id(episode_id: str) -> bool:
     """Episode ids name files in the store, so only a safe alphabet is allowed."""
-    return bool(_EPISODE_ID.match(episode_id or ""))
+    return isinstance(episode_id, str) and _EPISODE_ID.fullmatch(episode_id) is not None
 
 
 def utc_stamp(epoch: float) -> str:

@@ -6,6 +6,7 @@ Every tool call the model makes goes through here to the server, so the reward i
 from __future__ import annotations
 
 import json
+import threading
 from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,6 +17,11 @@ from openenv.core.mcp_client import MCPToolClient
 # A check of a 59-ship plan takes milliseconds; the generous timeout is for a public server under load.
 MESSAGE_TIMEOUT_S = 120.0
 CONNECT_TIMEOUT_S = 15.0
+
+
+# A server's tools do not change between episodes; listing them costs an HTTP round trip and a client per episode.
+_TOOLS: dict[str, list[dict]] = {}
+_TOOLS_LOCK = threading.Lock()
 
 
 class EnvError(RuntimeError):
@@ -64,7 +70,9 @@ class EnvSession:
         return metadata
 
     def tools(self) -> list[dict]:
-        """The server's tools as `{name, description, input_schema}` dicts (cached)."""
+        """The server's tools as `{name, description, input_schema}` dicts (cached per server URL)."""
+        with _TOOLS_LOCK:
+            self._tools = self._tools or _TOOLS.get(self.url)
         if self._tools is None:
             try:
                 listed = self._client.list_tools()
@@ -75,6 +83,8 @@ class EnvSession:
                            for t in listed]
             if not self._tools:
                 raise EnvError(f"{self.url} lists no tools")
+            with _TOOLS_LOCK:
+                _TOOLS[self.url] = self._tools
         return self._tools
 
     def call(self, name: str, arguments: dict) -> ToolOutcome:
@@ -94,7 +104,11 @@ class EnvSession:
         reward = step.reward if step.reward is not None else obs.reward
         return ToolOutcome(text, bool(step.done or obs.done), reward, metadata, is_error)
 
-    def close(self) -> None:
+    def close(self, *, wait: bool = True) -> None:
+        """End the session; with `wait=False` the goodbye happens in the background (the record is already done)."""
+        if not wait:
+            threading.Thread(target=self.close, name="env-session-close", daemon=True).start()
+            return
         # Closing a dead connection must not hide the episode's own outcome.
         with suppress(Exception):
             self._client.close()

@@ -7,7 +7,16 @@ import json
 import pytest
 
 from tests.agent_helpers import count, joined, naive_args, optimal_args, play, task, types
-from tests.peers import AnthropicPeer, DieAfter, Thinking, ToolCall, Turn, Usage, rate_limited, thinking_signature
+from tests.peers import (
+    AnthropicPeer,
+    DieAfter,
+    Thinking,
+    ToolCall,
+    Turn,
+    Usage,
+    rate_limited,
+    thinking_signature,
+)
 
 MODEL = "anthropic:claude-test"
 

@@ -72,7 +72,7 @@ def test_a_429_is_waited_out_not_treated_as_a_rejection(env_url, monkeypatch):
 def test_the_harness_caps_a_provider_that_ignores_max_tokens(peer, env_url):
     peer.push(Turn(Text("ship 3 at section 9? "), endless=True, chunk=50),
               Turn(ToolCall("submit_plan", optimal_args())))
-    events, record = play(HF, env_url, max_tokens=200)
+    _events, record = play(HF, env_url, max_tokens=200)
     assert record["reward"] == 1.0
     assert record["messages"][2]["stop"] == "length (harness cap)"
     assert 1000 <= len(record["messages"][2]["content"]) <= 1000 + 50  # 5 characters per token
@@ -117,7 +117,7 @@ def test_last_turn_asks_for_a_submission(peer, env_url):
 
 def test_running_out_of_turns_ends_as_turn_limit(peer, env_url):
     peer.push(*[Turn(ToolCall("get_situation", "{}")) for _ in range(3)])
-    events, record = play(HF, env_url, max_turns=3)
+    _events, record = play(HF, env_url, max_turns=3)
     assert record["end_reason"] == "turn_limit" and record["turns"] == 3 and record["reward"] == 0.0
 
 
@@ -141,7 +141,7 @@ def test_stop_ends_a_streaming_turn_at_once_and_keeps_the_rollout(peer, env_url)
 
 def test_wall_clock_limit(peer, env_url):
     peer.push(Turn(Text("slow " * 200), chunk=5, delay=0.05))
-    events, record = play(HF, env_url, wall_clock_s=1.0)
+    _events, record = play(HF, env_url, wall_clock_s=1.0)
     assert record["end_reason"] == "wall_clock" and record["seconds"] < 5
 
 
@@ -156,7 +156,7 @@ def test_vllm_uses_its_base_url(env_url, monkeypatch):
     with ChatPeer([Turn(ToolCall("submit_plan", optimal_args()))]) as peer:
         monkeypatch.setenv("VLLM_BASE_URL", peer.url + "/v1")
         monkeypatch.delenv("VLLM_API_KEY", raising=False)
-        events, record = play("vllm:local-model", env_url)
+        _events, record = play("vllm:local-model", env_url)
     assert record["reward"] == 1.0 and peer.bodies[0]["model"] == "local-model"
 
 

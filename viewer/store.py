@@ -232,13 +232,14 @@ class RolloutStore:
                 os.fsync(f.fileno())
                 log.warning("cut a torn index line (%d bytes) off %s", len(data) - keep, file)
         for tmp in [*self.root.glob("rollouts/*/.*.tmp"), *self.root.glob(".*.tmp")]:
-            if now - tmp.stat().st_mtime >= RECOVER_GRACE_S:
+            # Another writer may rename its temp file between the glob and the stat.
+            if now - _mtime(tmp, default=now) >= RECOVER_GRACE_S:
                 tmp.unlink(missing_ok=True)
 
     def _repair_missing_rows(self) -> None:
         now = time.time()
         for path in self.root.glob("rollouts/*/*.json"):
-            if path.stem in self._index.by_id or now - path.stat().st_mtime < RECOVER_GRACE_S:
+            if path.stem in self._index.by_id or now - _mtime(path, default=now) < RECOVER_GRACE_S:
                 continue
             try:
                 record = json.loads(path.read_bytes())
@@ -285,6 +286,13 @@ class _IndexFiles:
 
 
 # -- files -------------------------------------------------------------------------------------------------------
+
+
+def _mtime(path: Path, *, default: float) -> float:
+    try:
+        return path.stat().st_mtime
+    except FileNotFoundError:
+        return default
 
 
 def atomic_write(path: Path, data: bytes) -> None:

@@ -18,6 +18,7 @@ from agent.providers.base import (
     ToolCall,
     TurnStream,
     open_with_retries,
+    shared_http_client,
 )
 
 
@@ -25,7 +26,7 @@ class AnthropicProvider:
     def __init__(self, *, model: str, api_key: str | None, system: str, tools: list[dict], max_tokens: int,
                  effort: str | None = None, base_url: str | None = None, retry_base_s: float | None = None):
         self.client = anthropic.Anthropic(api_key=api_key, base_url=base_url, max_retries=0,
-                                          timeout=REQUEST_TIMEOUT_S)
+                                          timeout=REQUEST_TIMEOUT_S, http_client=shared_http_client("anthropic"))
         self.model, self.system, self.max_tokens = model, system, max_tokens
         self.extra: dict[str, Any] = {"extra_body": {"output_config": {"effort": effort}}} if effort else {}
         self.tools = [{"name": t["name"], "description": t["description"], "input_schema": t["input_schema"]}

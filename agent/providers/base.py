@@ -23,6 +23,31 @@ NOTES_CHARS = 8000
 CHARS_PER_TOKEN = 5
 
 
+_HTTP_CLIENTS: dict[str, Any] = {}
+_HTTP_LOCK = threading.Lock()
+
+
+def shared_http_client(sdk: str) -> Any:
+    """One HTTP client per SDK for the whole process, shared by every episode.
+
+    Building a client loads the CA bundle (about 20 ms of CPU); with dozens of episodes in flight that is worth
+    doing once. The SDKs' clients are thread-safe and take their timeouts per request.
+    """
+    with _HTTP_LOCK:
+        client = _HTTP_CLIENTS.get(sdk)
+        if client is None:
+            if sdk == "anthropic":
+                import anthropic
+
+                client = anthropic.DefaultHttpxClient()
+            else:
+                import openai
+
+                client = openai.DefaultHttpxClient()
+            _HTTP_CLIENTS[sdk] = client
+        return client
+
+
 @dataclass(slots=True)
 class ToolCall:
     id: str

@@ -20,6 +20,7 @@ from agent.providers.base import (
     ToolCall,
     TurnStream,
     open_with_retries,
+    shared_http_client,
     status_of,
 )
 
@@ -74,7 +75,7 @@ class ChatProvider:
                  system: str, tools: list[dict], max_tokens: int, effort: str | None = None,
                  label: str = "the model provider", retry_base_s: float | None = None):
         self.client = openai.OpenAI(base_url=base_url, api_key=api_key or "none", max_retries=0,
-                                    timeout=REQUEST_TIMEOUT_S)
+                                    timeout=REQUEST_TIMEOUT_S, http_client=shared_http_client("openai"))
         self.model = model
         self.fallbacks = list(fallbacks)
         self.provider_switches: list[str] = []

@@ -18,6 +18,7 @@ from agent.providers.base import (
     ToolCall,
     TurnStream,
     open_with_retries,
+    shared_http_client,
 )
 
 FINAL_EVENTS = ("response.completed", "response.incomplete", "response.failed")
@@ -26,7 +27,8 @@ FINAL_EVENTS = ("response.completed", "response.incomplete", "response.failed")
 class ResponsesProvider:
     def __init__(self, *, model: str, api_key: str | None, system: str, tools: list[dict], max_tokens: int,
                  effort: str | None = None, base_url: str | None = None, retry_base_s: float | None = None):
-        self.client = openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=REQUEST_TIMEOUT_S)
+        self.client = openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=REQUEST_TIMEOUT_S,
+                                    http_client=shared_http_client("openai"))
         self.model, self.system, self.max_tokens = model, system, max_tokens
         self.effort = effort or "medium"
         self.tools = [{"type": "function", "name": t["name"], "description": t["description"],

@@ -13,6 +13,7 @@ import json
 import socket
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -39,6 +40,7 @@ class RecordedRequest:
     status: int | None = None
     events_sent: int = 0  # SSE events written
     chars_sent: int = 0  # characters of text/reasoning/argument deltas written
+    delta_sent_at: list[float] = field(default_factory=list)  # time.time() as each delta event left
     client_closed: bool = False  # the client went away before the reply was complete
     dropped: bool = False  # the peer dropped the connection (DieAfter, an endless stream cut, peer.stop())
     finished: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
@@ -354,6 +356,8 @@ class Peer:
                 handler.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
                 record.events_sent += 1
                 record.chars_sent += event.chars
+                if event.delta:
+                    record.delta_sent_at.append(time.time())
             if self._stopping.is_set():
                 record.dropped = True
                 self._drop(handler)

@@ -1,0 +1,220 @@
+"""What the agent loop costs, and how batch runs scale. Prints a markdown table for BENCHMARKS.md.
+
+1. Overhead per tool call: episodes played through `stream_episode` by an in-process scripted model (so no provider
+   HTTP is timed) against the same tool calls sent with bare `MCPToolClient.step` on the same server: nine
+   `check_plan`s of the largest task's optimum and a `submit_plan`, timed from after the reset to the last answer
+   (connecting and resetting cost the same either way). Target: under 10% extra.
+2. Batch scaling: `python -m agent run` against a local chat-completions peer that sleeps 1 s per turn, 50 episodes
+   (one turn each) at concurrency 16 against concurrency 1. Target: at least 10x.
+
+    python bench/loop_bench.py              # about two minutes (the concurrency-1 run alone takes 50 s)
+    python bench/loop_bench.py --quick      # fewer episodes, for a smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from openenv.core.env_server.mcp_types import CallToolAction  # noqa: E402
+from openenv.core.mcp_client import MCPToolClient  # noqa: E402
+
+import agent.loop  # noqa: E402
+from agent.providers.base import ModelTurn, ToolCall  # noqa: E402
+from berth_env import load_pack  # noqa: E402
+
+CHECKS = 9
+
+
+class ChildServer:
+    """The berth server in a child process, so client and server don't share one interpreter lock."""
+
+    def __init__(self) -> None:
+        import socket
+        import subprocess
+
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}"
+        self.process = subprocess.Popen([sys.executable, "-m", "berth_env", "--port", str(port)], cwd=ROOT,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(10)
+
+
+def largest_task() -> dict:
+    return max(load_pack().tasks, key=lambda task: len(task["ships"]))
+
+
+class ScriptedModel:
+    """A model that answers at once: nine checks of the optimum, then a submit (one call per turn)."""
+
+    provider_switches: tuple[str, ...] = ()
+
+    def __init__(self, plan_json: str):
+        self.plan_json = plan_json
+        self.turn = 0
+
+    def add_user(self, text: str) -> None:
+        pass
+
+    add_notes = add_user
+
+    def add_tool_results(self, results) -> None:
+        pass
+
+    def stream_turn(self, turn, interrupt):
+        self.turn += 1
+        name = "check_plan" if self.turn <= CHECKS else "submit_plan"
+        return ModelTurn(calls=[ToolCall(f"c{self.turn}", name, self.plan_json)], stop="tool_use")
+        yield  # a generator, like every provider
+
+
+def loop_episode(url: str, task_id: str, plan_json: str) -> float:
+    """Seconds from the episode's start (reset done) to its last tool result, through the loop."""
+    real = agent.loop.make_provider
+    agent.loop.make_provider = lambda *a, **k: ScriptedModel(plan_json)
+    try:
+        began = ended = None
+        for event in agent.loop.stream_episode("hf:bench/scripted", task_id, env_url=url, max_turns=CHECKS + 1,
+                                               keys={"hf": "unused"}):
+            if event["type"] == "episode_started":
+                began = time.perf_counter()
+            elif event["type"] == "tool_result":
+                ended = time.perf_counter()
+            elif event["type"] == "episode_finished":
+                record = event["record"]
+    finally:
+        agent.loop.make_provider = real
+    assert record["reward"] == 1.0 and len(record["steps"]) == CHECKS + 1, record["errors"]
+    return ended - began
+
+
+def bare_episode(url: str, task_id: str, plan: list) -> float:
+    """Seconds from after the reset to the last step's answer, with bare `MCPToolClient.step` calls."""
+    client = MCPToolClient(url).sync()
+    try:
+        client.reset(task_id=task_id)
+        client.list_tools()
+        began = time.perf_counter()
+        for i in range(CHECKS + 1):
+            step = client.step(CallToolAction(tool_name="check_plan" if i < CHECKS else "submit_plan",
+                                              arguments={"plan": plan}))
+        ended = time.perf_counter()
+        assert step.done and step.reward == 1.0
+    finally:
+        client.close()
+    return ended - began
+
+
+def overhead(episodes: int) -> dict:
+    server = ChildServer()
+    task = largest_task()
+    plan = task["reference"]["optimal_plan"]
+    plan_json = json.dumps({"plan": plan})
+    try:
+        loop_episode(server.url, task["task_id"], plan_json)  # warm both paths up
+        bare_episode(server.url, task["task_id"], plan)
+        loop_times, bare_times = [], []
+        for _ in range(episodes):  # interleaved, so drift on a shared machine hits both alike
+            loop_times.append(loop_episode(server.url, task["task_id"], plan_json))
+            bare_times.append(bare_episode(server.url, task["task_id"], plan))
+    finally:
+        server.stop()
+    calls = CHECKS + 1
+    loop_ms = statistics.median(loop_times) * 1000 / calls
+    bare_ms = statistics.median(bare_times) * 1000 / calls
+    return {"loop_ms": loop_ms, "bare_ms": bare_ms, "extra": loop_ms / bare_ms - 1, "ships": len(task["ships"])}
+
+
+def batch(episodes: int, concurrency: int, out: Path) -> float:
+    """One `python -m agent run`, in this process so interpreter start-up is not timed."""
+    from agent.cli import main as agent_cli
+
+    tasks = [t["task_id"] for t in load_pack().split("eval")][:episodes]
+    args = ["run", "--model", "vllm:sleepy", "--out", str(out), "--run", f"scaling-c{concurrency}",
+            "--concurrency", str(concurrency)]
+    for task_id in tasks:
+        args += ["--task", task_id]
+    start = time.perf_counter()
+    code = agent_cli(args)
+    elapsed = time.perf_counter() - start
+    if code != 0:
+        raise SystemExit(f"agent run exited with {code}")
+    return elapsed
+
+
+SLEEPY_PEER = """
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+from tests.peers import ChatPeer, ToolCall, Turn
+
+def sleepy(request):
+    time.sleep(1.0)
+    return Turn(ToolCall("submit_plan", json.dumps({"plan": []})))
+
+with ChatPeer(sleepy) as peer:
+    print(peer.url, flush=True)
+    sys.stdin.read()
+"""
+
+
+def scaling(episodes: int) -> dict:
+    """The provider peer runs in its own process, as a real provider would: its work is not ours."""
+    import contextlib
+    import subprocess
+
+    peer = subprocess.Popen([sys.executable, "-c", SLEEPY_PEER, str(ROOT)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        os.environ["VLLM_BASE_URL"] = peer.stdout.readline().strip() + "/v1"
+        with tempfile.TemporaryDirectory() as tmp, open(os.devnull, "w") as quiet, \
+                contextlib.redirect_stderr(quiet), contextlib.redirect_stdout(quiet):
+            serial = batch(episodes, 1, Path(tmp) / "c1")
+            parallel = batch(episodes, 16, Path(tmp) / "c16")
+    finally:
+        peer.stdin.close()
+        peer.wait(10)
+    return {"serial_s": serial, "parallel_s": parallel, "speedup": serial / parallel, "episodes": episodes}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    cost = overhead(episodes=5 if args.quick else 30)
+    scale = scaling(episodes=16 if args.quick else 50)
+    print("| measure | value | target |")
+    print("|---|---:|---|")
+    print(f"| tool call through the loop ({cost['ships']}-ship plan) | {cost['loop_ms']:.2f} ms | |")
+    print(f"| bare `MCPToolClient.step` on the same server | {cost['bare_ms']:.2f} ms | |")
+    print(f"| loop overhead per tool call | {cost['extra'] * 100:+.1f}% | < +10% |")
+    print(f"| {scale['episodes']} episodes, 1 s per turn, concurrency 1 | {scale['serial_s']:.1f} s | |")
+    print(f"| the same at concurrency 16 | {scale['parallel_s']:.1f} s | |")
+    print(f"| batch speed-up | {scale['speedup']:.1f}x | >= 10x |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,107 @@
+"""`python -m agent run`: batch runs through the store, resumable, with a board; Ctrl-C keeps what finished."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from berth_env import grade, greedy_plan, load_pack
+from tests.agent_helpers import optimal_args
+from tests.peers import ChatPeer, Text, ToolCall, Turn
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def agent(*args: str, env: dict | None = None, timeout: float = 240) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "agent", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def records(root: Path) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted(root.glob("rollouts/*/*.json"))]
+
+
+def test_batch_run_writes_the_dataset_layout_resumes_and_writes_a_board(tmp_path):
+    out = tmp_path / "rollouts"
+    first = agent("run", "--model", "baseline:greedy", "--model", "baseline:naive", "--split", "eval",
+                  "--limit", "3", "--out", str(out), "--run", "smoke", "--concurrency", "2")
+    assert first.returncode == 0, first.stderr
+    saved = records(out)
+    assert len(saved) == 6 and {r["run"] for r in saved} == {"smoke"}
+    tasks = [t["task_id"] for t in load_pack().split("eval")[:3]]
+    assert {(r["model"], r["task_id"]) for r in saved} == {(m, t) for m in ("baseline:greedy", "baseline:naive")
+                                                          for t in tasks}
+    for r in saved:
+        if r["model"] == "baseline:greedy":
+            task = load_pack().get(r["task_id"])
+            assert r["reward"] == grade(task, greedy_plan(task))["reward"]
+    index_rows = [json.loads(line) for p in out.glob("index/*/*.jsonl") for line in p.read_text().splitlines()]
+    assert len(index_rows) == 6
+    board = (out / "runs" / "smoke" / "board.md").read_text()
+    assert "| baseline:greedy | 3 |" in board and "| baseline:naive | 3 |" in board
+    assert board in first.stdout
+
+    again = agent("run", "--model", "baseline:greedy", "--model", "baseline:naive", "--split", "eval",
+                  "--limit", "3", "--out", str(out), "--run", "smoke")
+    assert again.returncode == 0 and "6 already in" in again.stderr and "0 to play" in again.stderr
+    assert len(records(out)) == 6
+
+    forced = agent("run", "--model", "baseline:greedy", "--task", tasks[0], "--out", str(out), "--run", "smoke",
+                   "--force")
+    assert forced.returncode == 0 and "1 to play" in forced.stderr
+    assert len(records(out)) == 7
+
+
+def test_episodes_with_errors_are_played_again_on_resume(tmp_path):
+    out = tmp_path / "rollouts"
+    broken = agent("run", "--model", "anthropic:claude-x", "--task", "dock-24B-w06x1-busy-0", "--out", str(out),
+                   env={"ANTHROPIC_API_KEY": ""})
+    assert broken.returncode == 0
+    assert records(out)[0]["end_reason"] == "error" and "needs an API key" in records(out)[0]["errors"][0]
+    retry = agent("run", "--model", "anthropic:claude-x", "--task", "dock-24B-w06x1-busy-0", "--out", str(out),
+                  env={"ANTHROPIC_API_KEY": ""})
+    assert "1 to play" in retry.stderr
+
+
+def test_bad_arguments_fail_with_a_message_not_a_traceback(tmp_path):
+    result = agent("run", "--model", "gpt-5", "--split", "eval", "--out", str(tmp_path))
+    assert result.returncode == 2 and "must start with one of" in result.stderr and "Traceback" not in result.stderr
+    result = agent("run", "--model", "baseline:greedy", "--split", "nope", "--out", str(tmp_path))
+    assert result.returncode == 2 and "has no tasks" in result.stderr
+
+
+def test_ctrl_c_stops_cleanly_and_keeps_what_finished(tmp_path):
+    out = tmp_path / "rollouts"
+
+    def player(request: dict) -> Turn:
+        # Quick on one task, slow on the others (the task shows in the situation).
+        if any(m.get("role") == "tool" for m in request["messages"]):
+            return Turn(ToolCall("submit_plan", optimal_args()))
+        if "week 6 of 2024" in request["messages"][1]["content"] and "APM" in request["messages"][1]["content"]:
+            return Turn(ToolCall("get_situation"))
+        return Turn(Text("thinking slowly " * 400), chunk=8, delay=0.05)
+
+    with ChatPeer(player) as peer:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "agent", "run", "--model", "vllm:m", "--task", "dock-24B-w06x1-busy-0",
+             "--task", "dock-36A-w15x1-busy-0", "--task", "dock-36A-w17x1-busy-0", "--out", str(out),
+             "--concurrency", "3"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, "VLLM_BASE_URL": peer.url + "/v1"})
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and len(records(out)) < 1:
+            time.sleep(0.2)
+        assert len(records(out)) == 1
+        time.sleep(1.0)
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    kept = {r["task_id"]: r for r in records(out)}
+    assert kept["dock-24B-w06x1-busy-0"]["end_reason"] == "submitted"
+    assert kept["dock-24B-w06x1-busy-0"]["reward"] == 1.0
+    assert {r["end_reason"] for t, r in kept.items() if t != "dock-24B-w06x1-busy-0"} <= {"stopped"}
+    assert "Traceback" not in stderr and "| vllm:m |" in stdout
