@@ -25,7 +25,7 @@ if str(ROOT) not in sys.path:
 from playwright.sync_api import sync_playwright  # noqa: E402
 
 from tests.agent_helpers import TASK_ID, optimal_args  # noqa: E402
-from tests.app_fixtures import launch_arena  # noqa: E402
+from tests.app_fixtures import launched_app  # noqa: E402
 from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 from tests.peers import ChatPeer, Text, Thinking, ToolCall, Turn  # noqa: E402
 
@@ -41,7 +41,7 @@ WATCH = """
   const note = () => {
     const text = chat.innerText;
     const now = performance.timeOrigin + performance.now();
-    for (const m of text.matchAll(/w(\\d{5}) /g)) {
+    for (const m of text.matchAll(/w(\\d{5})\\b/g)) {
       if (!(m[1] in window.__seen)) window.__seen[m[1]] = now;
     }
   };
@@ -86,10 +86,11 @@ def open_page(browser, url: str):
     return page
 
 
-def run_model(page, model: str) -> None:
+def run_model(page, model: str, max_turns: int = 12) -> None:
     box = page.locator("#model input")
     box.fill(model)
     box.press("Enter")
+    page.locator("#max-turns input").fill(str(max_turns))
     page.locator("#run").click()
     page.wait_for_function("document.querySelector('#grade').innerText.includes('Reward')", timeout=600_000)
 
@@ -103,8 +104,7 @@ def heap_mb(page) -> float:
 
 
 def main() -> None:
-    with tempfile.TemporaryDirectory() as tmp, sync_playwright() as playwright:
-        arena, demo = launch_arena(Path(tmp) / "rollouts")
+    with tempfile.TemporaryDirectory() as tmp, sync_playwright() as playwright, launched_app(Path(tmp)) as arena:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             with ChatPeer(latency_player) as peer:
@@ -113,7 +113,8 @@ def main() -> None:
                 page.evaluate(WATCH)
                 run_model(page, "vllm:latency")
                 seen = page.evaluate("window.__seen")
-                sent = [t for r in peer.requests for t in r.delta_sent_at[:TOKENS_PER_TURN]]
+                # The first three answers carry the numbered tokens; the fourth is the submit.
+                sent = [t for r in peer.requests[:3] for t in r.delta_sent_at[:TOKENS_PER_TURN]]
             lags = [(seen[f"{i:05d}"] / 1000 - sent[i]) * 1000 for i in range(len(sent)) if f"{i:05d}" in seen]
             missing = len(sent) - len(lags)
             page.close()
@@ -123,14 +124,13 @@ def main() -> None:
             with ChatPeer(long_player) as peer:
                 os.environ["VLLM_BASE_URL"] = peer.url + "/v1"
                 started = time.monotonic()
-                run_model(fresh, "vllm:long")
+                run_model(fresh, "vllm:long", max_turns=LONG_TURNS)
                 long_s = time.monotonic() - started
                 long_mb = heap_mb(fresh)
                 chars = sum(r.chars_sent for r in peer.requests)
             record = arena.ctx.store.rows()[-1]
         finally:
             browser.close()
-            demo.close()
     quantiles = statistics.quantiles(lags, n=20)
     print("| measure | value | target |")
     print("|---|---:|---|")

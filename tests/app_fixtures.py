@@ -45,9 +45,7 @@ def launched_app(tmp_path: Path, *, records: Iterable[dict] = (), **settings: An
     for record in records:
         ctx.store.save(record)
     demo = app_module.build_app(ctx)
-    demo.queue(default_concurrency_limit=8, max_size=128)
-    _, url, _ = demo.launch(prevent_thread_lock=True, quiet=True, server_name="127.0.0.1", css=app_module.CSS,
-                            footer_links=["api"], run_history=False)
+    _, url, _ = app_module.launch(demo, prevent_thread_lock=True, quiet=True, server_name="127.0.0.1")
     try:
         yield LaunchedApp(url if url.endswith("/") else url + "/", ctx, ctx.store.root, demo)
     finally:

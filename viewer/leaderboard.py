@@ -11,7 +11,7 @@ TIERS = ("standard", "busy", "storm", "extreme")
 BOOTSTRAP_RESAMPLES = 2000
 # Resampling costs resamples x episodes; past this many episodes the bootstrap distribution of a mean is normal
 # to within the digits we print, so the CI is mean +- 1.96 s/sqrt(n).
-BOOTSTRAP_MAX_EPISODES = 2000
+BOOTSTRAP_MAX_EPISODES = 1000
 
 COLUMNS = ["model", "n", "mean_reward", "ci_low", "ci_high", *[f"mean_{t}" for t in TIERS], "feasible_pct",
            "optimal_pct", "no_submit", "median_tokens", "median_seconds"]

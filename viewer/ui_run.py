@@ -196,9 +196,10 @@ def build_run_tab(ctx: AppContext) -> RunTab:
             custom_url = gr.Textbox(label="Server URL", placeholder="https://…", visible=False)
             catalog_note = gr.Markdown(visible=False)
             with gr.Row():
-                max_turns = gr.Number(12, precision=0, minimum=1, maximum=60, label="Max turns")
+                max_turns = gr.Number(12, precision=0, minimum=1, maximum=60, label="Max turns",
+                                      elem_id="max-turns")
                 max_tokens = gr.Number(24000, precision=0, minimum=256, maximum=200000,
-                                       label="Max tokens per turn")
+                                       label="Max tokens per turn", elem_id="max-tokens")
             with gr.Accordion("API keys: used for this run only, never stored", open=False):
                 key_anthropic = gr.Textbox(type="password", label="Anthropic API key", elem_id="key-anthropic")
                 key_openai = gr.Textbox(type="password", label="OpenAI API key", elem_id="key-openai")
