@@ -106,4 +106,9 @@ if __name__ == "__main__":
         from berth_env.embedded import embedded_url
 
         embedded_url()
-    launch(build_app())
+    demo = build_app()
+    from agent.models import settle
+    from agent.spec import parse_spec
+
+    settle([parse_spec(spec) for spec in ("anthropic:m", "openai:m", "hf:m", "baseline:greedy")])
+    launch(demo)

@@ -18,6 +18,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from agent.loop import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, DEFAULT_WALL_CLOCK_S, run_episode
+from agent.models import settle
 from agent.spec import SpecError, parse_spec
 
 # A rollout that ended like this is worth another try when the run is resumed.
@@ -101,6 +102,7 @@ def run_batch(args: argparse.Namespace, task_ids: list[str]) -> int:
         from berth_env.embedded import embedded_url
 
         embedded_url()  # start it once, before the pools race to
+    settle([parse_spec(m) for m in args.model])
     jobs, kept = [], []
     for task_id in task_ids:  # task-major, so every model has episodes in flight from the start
         for model in args.model:

@@ -36,6 +36,25 @@ def check_endpoint(spec: ModelSpec) -> None:
         raise SpecError(f"{spec.text} needs VLLM_BASE_URL, the OpenAI-compatible server to send requests to")
 
 
+ADAPTERS = {"anthropic": "agent.providers.anthropic_messages", "openai": "agent.providers.openai_responses",
+            "hf": "agent.providers.chat", "vllm": "agent.providers.chat", "baseline": "agent.baseline"}
+
+
+def settle(specs: list[ModelSpec]) -> None:
+    """Import what these models need, then take everything loaded so far out of the garbage collector's sight.
+
+    The server, the SDKs and the task pack make a large heap of long-lived objects; without this, every full
+    collection walks it again and adds a millisecond pause to tool calls at random (measured in bench/loop_bench.py).
+    """
+    import gc
+    import importlib
+
+    for spec in specs:
+        importlib.import_module(ADAPTERS[spec.provider])
+    gc.collect()
+    gc.freeze()
+
+
 def make_provider(spec: ModelSpec, *, key: str | None, system: str, tools: list[dict], max_tokens: int,
                   task_id: str, max_turns: int, retry_base_s: float | None = None,
                   baseline_pace_s: float = 0.0) -> Provider:

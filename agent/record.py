@@ -8,6 +8,8 @@ import time
 import uuid
 from typing import Any
 
+import orjson
+
 from agent import APP_VERSION
 
 SCHEMA_VERSION = 1
@@ -83,7 +85,16 @@ def plan_value(plan: Any) -> Any:
 
 
 def parse_json(text: str) -> Any:
-    """Tool output parsed as JSON, or None when it is plain text."""
+    """A server's tool output parsed as JSON, or None when it is plain text.
+
+    orjson reads it several times faster than `json` (it is on every tool call); what orjson refuses goes to `json`.
+    Model-written arguments never come here: orjson turns integers past 64 bits into floats, and a plan's numbers
+    must reach the server exactly as the model wrote them.
+    """
+    try:
+        return orjson.loads(text)
+    except (orjson.JSONDecodeError, TypeError):
+        pass
     try:
         return json.loads(text)
     except (json.JSONDecodeError, RecursionError, TypeError):

@@ -5,12 +5,16 @@ Every tool call the model makes goes through here to the server, so the reward i
 
 from __future__ import annotations
 
+import functools
 import json
+import ssl
 import threading
 from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any
 
+import certifi
+import httpx
 from openenv.core.env_server.mcp_types import CallToolAction
 from openenv.core.mcp_client import MCPToolClient
 
@@ -22,6 +26,25 @@ CONNECT_TIMEOUT_S = 15.0
 # A server's tools do not change between episodes; listing them costs an HTTP round trip and a client per episode.
 _TOOLS: dict[str, list[dict]] = {}
 _TOOLS_LOCK = threading.Lock()
+
+
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """One TLS context for the process: loading the CA bundle costs about 30 ms of CPU, once per client otherwise."""
+    return ssl.create_default_context(cafile=certifi.where())
+
+
+class _ToolClient(MCPToolClient):
+    """openenv's MCPToolClient, with its HTTP session client built on the shared TLS context.
+
+    Every episode opens a session, and with sixteen episodes in flight the per-client CA-bundle load was the largest
+    part of starting one (bench/loop_bench.py).
+    """
+
+    async def _get_http_client(self) -> httpx.AsyncClient:
+        if self._http_client is None:
+            self._http_client = httpx.AsyncClient(headers=self._headers, verify=_tls_context())
+        return self._http_client
 
 
 class EnvError(RuntimeError):
@@ -53,8 +76,8 @@ class EnvSession:
 
     def __init__(self, url: str, *, message_timeout_s: float = MESSAGE_TIMEOUT_S):
         self.url = http_url(url)
-        self._client = MCPToolClient(self.url, connect_timeout_s=CONNECT_TIMEOUT_S,
-                                     message_timeout_s=message_timeout_s).sync()
+        self._client = _ToolClient(self.url, connect_timeout_s=CONNECT_TIMEOUT_S,
+                                   message_timeout_s=message_timeout_s).sync()
         self._tools: list[dict] | None = None
 
     def reset(self, task_id: str, episode_id: str) -> dict:

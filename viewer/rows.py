@@ -106,7 +106,7 @@ def index_row(record: dict, path: str) -> dict[str, Any]:
         "schema_version": record.get("schema_version"),
         "path": path,
     }
-    return {name: _coerce(row[name], kind) for name, kind in COLUMNS.items()}
+    return {name: coerce_cell(row[name], kind) for name, kind in COLUMNS.items()}
 
 
 def _dict(value: Any) -> dict:
@@ -117,7 +117,8 @@ def _first(*values: Any) -> Any:
     return next((value for value in values if value is not None), None)
 
 
-def _coerce(value: Any, kind: type) -> Any:
+def coerce_cell(value: Any, kind: type) -> Any:
+    """A value of the column's type, or None: every index file, whoever wrote it, reads back with fixed types."""
     if value is None:
         return None
     if kind is bool:

@@ -40,7 +40,7 @@ import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 import yaml
 
-from viewer.rows import COLUMNS
+from viewer.rows import COLUMNS, coerce_cell
 from viewer.upstream import JSON_COLUMNS, record_from_row, upstream_ids
 
 log = logging.getLogger(__name__)
@@ -107,23 +107,8 @@ def _parse_slowly(data: bytes) -> pa.Table:
         except (ValueError, RecursionError):
             continue
         if isinstance(row, dict):
-            rows.append({name: _fit(row.get(name), kind) for name, kind in COLUMNS.items()})
+            rows.append({name: coerce_cell(row.get(name), kind) for name, kind in COLUMNS.items()})
     return pa.Table.from_pylist(rows, schema=INDEX_SCHEMA)
-
-
-def _fit(value: Any, kind: type) -> Any:
-    """A value of the column's type, or None (the same rule as viewer.rows)."""
-    if value is None:
-        return None
-    if kind is bool:
-        return value if isinstance(value, bool) else None
-    if kind is str:
-        return value if isinstance(value, str) else None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    if kind is int:
-        return int(value) if float(value).is_integer() else None
-    return float(value) if value == value and abs(value) != float("inf") else None
 
 
 def _valid_rows(table: pa.Table) -> pa.Table:
@@ -522,7 +507,7 @@ class UpstreamSource:
             try:
                 columns[name] = column.cast(target)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-                columns[name] = pa.array([_fit(v, kind) for v in column.to_pylist()], type=target)
+                columns[name] = pa.array([coerce_cell(v, kind) for v in column.to_pylist()], type=target)
         def values(name: str) -> list:
             return raw.column(name).to_pylist() if name in raw.column_names else [None] * n
 
