@@ -17,7 +17,8 @@ import gradio as gr
 
 from agent.record import valid_episode_id
 from viewer.context import AppContext
-from viewer.ui_run import build_run_tab
+from viewer.ui_browse import build_browse_tab
+from viewer.ui_run import api_updates, build_run_tab
 
 TITLE = "Berth-planning agent arena"
 INTRO = (f"# ⚓ {TITLE}\n"
@@ -39,8 +40,6 @@ def build_app(ctx: AppContext | None = None) -> gr.Blocks:
             with gr.Tab("Run", id="run"):
                 run_tab = build_run_tab(ctx)
             with gr.Tab("Browse", id="browse"):
-                from viewer.ui_browse import build_browse_tab
-
                 browse_tab = build_browse_tab(ctx)
         watch = gr.Textbox(visible=False, elem_id="watch-episode")
 
@@ -59,8 +58,6 @@ def build_app(ctx: AppContext | None = None) -> gr.Blocks:
                       server: str = "embedded", request: gr.Request = None) -> AsyncIterator[dict]:
             """Play one episode; streams {episode_id, state, status, turn, reward, end_reason}, then the record's
             summary. Keys come from the Space's environment only."""
-            from viewer.ui_run import api_updates
-
             async for update in api_updates(ctx, model, task_id, max_turns, max_tokens, server, request):
                 yield update
 

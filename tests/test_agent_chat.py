@@ -177,3 +177,15 @@ def test_think_tags_split_across_chunks(chunks, text, reasoning):
     parts = [p for chunk in chunks for p in splitter.feed(chunk)] + splitter.flush()
     assert "".join(p for k, p in parts if k == "text") == text
     assert "".join(p for k, p in parts if k == "reasoning") == reasoning
+
+
+def test_a_length_finish_hands_the_reasoning_tail_back(peer, env_url):
+    thought = "Ship 9 cannot take section 6 before hour 120 because " * 6
+    peer.push(Turn(Thinking(thought), stop="max_tokens"), Turn(ToolCall("submit_plan", optimal_args())))
+    events, record = play(HF, env_url)
+    assert record["reward"] == 1.0 and record["messages"][2]["stop"] == "length"
+    assert [e["kind"] for e in events if e["type"] == "note"] == ["cutoff"]
+    # The cut-off turn's empty assistant message carries the notes; the nudge follows as the user.
+    assistant, nudge = peer.bodies[1]["messages"][-2:]
+    assert assistant["role"] == "assistant" and thought.strip()[-40:] in assistant["content"]
+    assert nudge["role"] == "user" and "ran out of output tokens" in nudge["content"]

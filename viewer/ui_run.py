@@ -302,6 +302,9 @@ def build_run_tab(ctx: AppContext) -> RunTab:
     async def attach_episode(episode_id: str, request: gr.Request):
         """Re-attach to a running or finished episode (`?episode=<id>`)."""
         episode_id = (episode_id or "").strip()
+        if not episode_id:  # an ordinary page load, not an `?episode=` link
+            yield tuple(gr.skip() for _ in outputs)
+            return
         if not valid_episode_id(episode_id):
             yield ([], "⚠️ That episode id is malformed.", *([gr.skip()] * 7))
             return

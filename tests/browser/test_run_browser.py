@@ -134,3 +134,14 @@ def test_a_typed_key_stays_out_of_the_page_the_browser_storage_and_the_record(ar
     stored = Path(arena.root)
     assert not any("TYPED-KEY" in p.read_text() for p in stored.rglob("*.json*"))
     assert arena.ctx.store.load(episode_id) is not None
+
+
+def test_a_plain_page_load_and_a_bad_episode_link(arena, chromium_page):
+    page = chromium_page
+    page.goto(arena.url)
+    page.wait_for_selector("#run")
+    expect(page.locator("#status")).to_contain_text("Pick a model and a task")
+    page.goto(f"{arena.url}?episode=..%2F..%2Fetc")
+    expect(page.locator("#status")).to_contain_text("malformed")
+    page.goto(f"{arena.url}?episode=0123456789ab")
+    expect(page.locator("#status")).to_contain_text("No episode 0123456789ab is running here or stored")
