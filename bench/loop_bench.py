@@ -248,21 +248,6 @@ with ChatPeer(sleepy) as peer:
 """
 
 
-SLEEPY_PEER = """
-import json, sys, time
-sys.path.insert(0, sys.argv[1])
-from tests.peers import ChatPeer, ToolCall, Turn
-
-def sleepy(request):
-    time.sleep(1.0)
-    return Turn(ToolCall("submit_plan", json.dumps({"plan": []})))
-
-with ChatPeer(sleepy) as peer:
-    print(peer.url, flush=True)
-    sys.stdin.read()
-"""
-
-
 def scaling(episodes: int) -> dict:
     """The provider peer runs in its own process, as a real provider would: its work is not ours."""
     import contextlib
