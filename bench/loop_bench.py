@@ -38,36 +38,9 @@ from agent.providers.base import ModelTurn, ToolCall  # noqa: E402
 from agent.session import EnvSession  # noqa: E402
 from agent.spec import parse_spec  # noqa: E402
 from berth_env import load_pack  # noqa: E402
+from tests.servers import berth_server  # noqa: E402
 
 CHECKS = 9
-
-
-class ChildServer:
-    """The berth server in a child process, so client and server don't share one interpreter lock."""
-
-    def __init__(self) -> None:
-        import socket
-        import subprocess
-
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-        self.url = f"http://127.0.0.1:{port}"
-        self.process = subprocess.Popen([sys.executable, "-m", "berth_env", "--port", str(port)], cwd=ROOT,
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                return
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
-
-    def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(10)
 
 
 def largest_task() -> dict:
@@ -191,22 +164,24 @@ def bare_episode(url: str, task_id: str, plan: list) -> float:
 
 
 def overhead(episodes: int) -> dict:
-    server = ChildServer()
+    # The server in a child process, so client and server don't share one interpreter lock.
+    with berth_server() as url:
+        return _overhead(url, episodes)
+
+
+def _overhead(url: str, episodes: int) -> dict:
     task = largest_task()
     plan = task["reference"]["optimal_plan"]
     plan_json = json.dumps({"plan": plan})
-    try:
-        loop_episode(server.url, task["task_id"], plan_json)  # warm both paths up
-        bare_episode(server.url, task["task_id"], plan)
-        settle([parse_spec("hf:bench/scripted")])  # as `python -m agent run` does before its first episode
-        loop_times, own_times, bare_times = [], [], []
-        for _ in range(episodes):  # interleaved, so drift on a shared machine hits both alike
-            total, round_trips = loop_episode(server.url, task["task_id"], plan_json)
-            loop_times.append(total)
-            own_times.append(total - round_trips)
-            bare_times.append(bare_episode(server.url, task["task_id"], plan))
-    finally:
-        server.stop()
+    loop_episode(url, task["task_id"], plan_json)  # warm both paths up
+    bare_episode(url, task["task_id"], plan)
+    settle([parse_spec("hf:bench/scripted")])  # as `python -m agent run` does before its first episode
+    loop_times, own_times, bare_times = [], [], []
+    for _ in range(episodes):  # interleaved, so drift on a shared machine hits both alike
+        total, round_trips = loop_episode(url, task["task_id"], plan_json)
+        loop_times.append(total)
+        own_times.append(total - round_trips)
+        bare_times.append(bare_episode(url, task["task_id"], plan))
     calls = CHECKS + 1
     replayed_ms = own_work_ms(task, plan_json)
     loop_ms = statistics.median(loop_times) * 1000 / calls
@@ -255,19 +230,17 @@ def scaling(episodes: int) -> dict:
 
     peer = subprocess.Popen([sys.executable, "-c", SLEEPY_PEER, str(ROOT)], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True)
-    server = ChildServer()
     results = {"episodes": episodes}
     try:
         os.environ["VLLM_BASE_URL"] = peer.stdout.readline().strip() + "/v1"
-        with tempfile.TemporaryDirectory() as tmp, open(os.devnull, "w") as quiet, \
+        with tempfile.TemporaryDirectory() as tmp, open(os.devnull, "w") as quiet, berth_server() as child_url, \
                 contextlib.redirect_stderr(quiet), contextlib.redirect_stdout(quiet):
             # The berth server as a separate process (--env-url), then embedded in the CLI's own process.
-            for where, url in (("child", server.url), ("embedded", None)):
+            for where, url in (("child", child_url), ("embedded", None)):
                 serial = batch(episodes, 1, Path(tmp) / f"{where}-c1", url)
                 parallel = batch(episodes, 16, Path(tmp) / f"{where}-c16", url)
                 results[where] = {"serial_s": serial, "parallel_s": parallel, "speedup": serial / parallel}
     finally:
-        server.stop()
         peer.stdin.close()
         peer.wait(10)
     return results

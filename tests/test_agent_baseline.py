@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
-import sys
 import time
 
 import pytest
@@ -15,6 +12,7 @@ from agent.providers.base import Interrupt, ToolCall
 from berth_env import evaluate, grade, greedy_plan, load_pack, naive_plan
 from tests.agent_helpers import TASK_ID, play, types
 from tests.grader_helpers import TOY_TASK_LINE
+from tests.servers import berth_server, free_port
 
 
 def test_greedy_plays_read_check_submit_and_scores_the_greedy_plan(env_url):
@@ -88,38 +86,19 @@ def test_an_unknown_task_on_the_server_is_a_clear_error(env_url):
     assert types(events) == ["error"]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_a_task_the_embedded_pack_does_not_know_fails_clearly(tmp_path):
     pack = tmp_path / "toy"
     pack.mkdir()
     (pack / "tasks.jsonl").write_text(TOY_TASK_LINE + "\n")
-    port = _free_port()
-    server = subprocess.Popen([sys.executable, "-m", "berth_env", "--port", str(port), "--tasks-dir", str(pack)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                time.sleep(0.2)
-        _, record = play("baseline:greedy", f"http://127.0.0.1:{port}", task_id="toy-1")
-    finally:
-        server.terminate()
-        server.wait(10)
+    with berth_server(pack) as url:
+        _, record = play("baseline:greedy", url, task_id="toy-1")
     assert record["end_reason"] == "error"
     assert "plays only the tasks of the embedded task pack" in record["errors"][0]
 
 
 def test_an_unreachable_server_fails_fast_with_a_clear_message():
     started = time.monotonic()
-    _, record = play("baseline:greedy", f"http://127.0.0.1:{_free_port()}")
+    _, record = play("baseline:greedy", f"http://127.0.0.1:{free_port()}")
     assert record["end_reason"] == "error" and "could not start an episode" in record["errors"][0]
     assert time.monotonic() - started < 20
 

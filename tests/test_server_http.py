@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -16,6 +13,7 @@ from openenv.core.env_server.mcp_types import CallToolAction
 from openenv.core.mcp_client import MCPToolClient
 
 from berth_env import load_pack
+from tests.servers import berth_server
 
 PACK = load_pack()
 EVAL = PACK.split("eval")
@@ -157,36 +155,15 @@ def test_http_mcp_lists_the_tools(http: httpx.Client) -> None:
 # ------------------------------------------------------------------------------------------- python -m berth_env
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def test_module_entry_point_serves_extra_packs(tmp_path: Path) -> None:
     pack = tmp_path / "toy"
     pack.mkdir()
     (pack / "tasks.jsonl").write_text(json.dumps(TOY_TASK) + "\n")
-    port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "berth_env", "--port", str(port), "--tasks-dir", str(pack)],
-                              cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert server.poll() is None, server.stderr.read().decode()
-            try:
-                body = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).json()
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline, "python -m berth_env did not start"
-                time.sleep(0.2)
-        assert body == {"status": "ok", "tasks": {"eval": 50, "test": 1}}
-        with MCPToolClient(f"http://127.0.0.1:{port}").sync() as client:
+    with berth_server(pack) as url:
+        assert httpx.get(f"{url}/healthz", timeout=2).json() == {"status": "ok", "tasks": {"eval": 50, "test": 1}}
+        with MCPToolClient(url).sync() as client:
             metadata = client.reset(split="test", index=0).observation.metadata
             assert metadata["task_id"] == "toy-1" and "Toy Terminal" in metadata["situation"]
-    finally:
-        server.terminate()
-        server.wait(timeout=15)
 
 
 def test_start_server_runs_a_separate_server_and_stops_it() -> None:

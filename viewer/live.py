@@ -22,23 +22,18 @@ class LiveView:
         self.chat = ChatBuilder(task)
         self.steps: list[dict] = []
         self.record: dict | None = None
-        self.episode_id: str | None = None
         self.new_plan = False  # a plan arrived since the chart was last drawn
         self._key_events: list[dict] = []
         self._last: dict | None = None
-        self.count = 0
 
     def add(self, event: dict) -> None:
-        self.count += 1
         self.chat.add(event)
         self._last = event
         kind = event["type"]
         if kind in _DELTAS:
             return
         self._key_events.append(event)
-        if kind == "episode_started":
-            self.episode_id = event.get("episode_id")
-        elif kind == "tool_result" and event.get("step"):
+        if kind == "tool_result" and event.get("step"):
             self.steps.append(event["step"])
             self.new_plan = True
         elif kind == "episode_finished":
@@ -54,10 +49,6 @@ class LiveView:
     @property
     def messages(self) -> list[Any]:
         return self.chat.messages
-
-    @property
-    def finished(self) -> bool:
-        return self.record is not None
 
     def status(self) -> str:
         events = self._key_events

@@ -7,7 +7,6 @@ id can re-attach, watch it live from the start, or stop it. Finished rollouts go
 from __future__ import annotations
 
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,7 +28,6 @@ class EpisodeRun:
     model: str
     task_id: str
     owner: str
-    started: float = field(default_factory=time.time)
     events: list[dict] = field(default_factory=list)
     record: dict | None = None
     saved: Any = None  # what the store's save returned, or the error that kept it from saving
@@ -67,10 +65,6 @@ class RunRegistry:
         self.max_total, self.max_per_owner = max_total, max_per_owner
         self._runs: OrderedDict[str, EpisodeRun] = OrderedDict()
         self._lock = threading.Lock()
-
-    def running(self, owner: str | None = None) -> list[EpisodeRun]:
-        with self._lock:
-            return [r for r in self._runs.values() if not r.finished and (owner is None or r.owner == owner)]
 
     def start(self, model: str, task_id: str, *, owner: str, **options: Any) -> EpisodeRun:
         """Start an episode in the background; `options` go to `stream_episode` (keys stay in the worker)."""

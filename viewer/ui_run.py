@@ -54,11 +54,6 @@ BASELINE_PACE_S = 0.015  # a baseline writes about 60 words a second in the Spac
 
 @dataclass
 class RunTab:
-    model: gr.Dropdown
-    task: gr.Dropdown
-    server: gr.Radio
-    custom_url: gr.Textbox
-    episode: gr.State
     outputs: list[Any]
     attach: Any  # the handler that re-attaches to an episode, for `?episode=` links
 
@@ -320,7 +315,7 @@ def build_run_tab(ctx: AppContext) -> RunTab:
             return
         yield replay_frame(ctx, record, request)
 
-    return RunTab(model, task, server, custom_url, episode, outputs, attach_episode)
+    return RunTab(outputs, attach_episode)
 
 
 def replay_frame(ctx: AppContext, record: dict, request: gr.Request | None) -> tuple:
@@ -330,8 +325,6 @@ def replay_frame(ctx: AppContext, record: dict, request: gr.Request | None) -> t
     task = _task_for(record.get("task_id", ""), None)
     view = LiveView(task)
     view.extend(record_events(record))
-    if view.record is None:
-        view.record = record
     steps = list(record.get("steps") or [])
     count = len(steps)
     optimal = _beside_optimum(task, steps)

@@ -1,0 +1,48 @@
+"""`python -m berth_env` in a child process, for tests and benchmarks that need a server outside this interpreter."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextmanager
+def berth_server(*packs: Path, timeout_s: float = 60.0) -> Iterator[str]:
+    """Start the server (serving the bundled pack plus `packs`), wait until /healthz answers, yield its URL."""
+    port = free_port()
+    command = [sys.executable, "-m", "berth_env", "--port", str(port)]
+    for pack in packs:
+        command += ["--tasks-dir", str(pack)]
+    server = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if server.poll() is not None:
+                raise RuntimeError(f"python -m berth_env exited: {server.stderr.read().decode()[-2000:]}")
+            try:
+                httpx.get(f"{url}/healthz", timeout=2).raise_for_status()
+                break
+            except httpx.HTTPError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("python -m berth_env did not start") from None
+                time.sleep(0.2)
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=15)
