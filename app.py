@@ -16,9 +16,9 @@ from collections.abc import AsyncIterator
 import gradio as gr
 
 from agent.record import valid_episode_id
+from viewer.browse_section import build_browse_tab
 from viewer.context import AppContext
-from viewer.ui_browse import build_browse_tab
-from viewer.ui_run import api_updates, build_run_tab
+from viewer.run_section import api_updates, build_run_tab
 
 TITLE = "Berth-planning agent arena"
 INTRO = (f"# ⚓ {TITLE}\n"
@@ -104,7 +104,7 @@ if __name__ == "__main__":
 
         embedded_url()
     demo = build_app()
-    from agent.models import settle
+    from agent.providers.registry import settle
     from agent.spec import parse_spec
 
     settle([parse_spec(spec) for spec in ("anthropic:m", "openai:m", "hf:m", "baseline:greedy")])

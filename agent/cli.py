@@ -18,7 +18,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from agent.loop import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, DEFAULT_WALL_CLOCK_S, run_episode
-from agent.models import settle
+from agent.providers.registry import settle
 from agent.spec import SpecError, parse_spec
 
 # A rollout that ended like this is worth another try when the run is resumed.
@@ -89,8 +89,8 @@ def _remote_split(url: str, split: str) -> list[str]:
 
 
 def run_batch(args: argparse.Namespace, task_ids: list[str]) -> int:
-    from viewer.leaderboard import board_markdown, leaderboard
-    from viewer.store import RolloutStore
+    from rollouts.leaderboard import board_markdown, leaderboard
+    from rollouts.store import RolloutStore
 
     root = args.out or Path(os.environ.get("ROLLOUT_DIR") or "rollouts")
     token = os.environ.get("HF_TOKEN") if args.dataset else None

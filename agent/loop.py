@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from agent import events as ev
-from agent.models import check_endpoint, make_provider, resolve_key
 from agent.providers.base import NOTES_CHARS, Interrupt, Interrupted, ModelTurn, Provider, ToolCall, scrub
+from agent.providers.registry import check_endpoint, make_provider, resolve_key
 from agent.record import new_episode_id, new_record, parse_json, plan_value, task_summary, valid_episode_id
 from agent.session import EnvSession
 from agent.spec import parse_spec

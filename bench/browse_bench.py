@@ -1,11 +1,11 @@
-"""Browse at scale: the index approach (viewer.browse_index) against loading every record with `datasets`.
+"""Browse at scale: the index approach (rollouts.index) against loading every record with `datasets`.
 
     python bench/browse_bench.py                       # 10k and 100k rollouts (several minutes, ~4.5 GB of temp files)
     python bench/browse_bench.py --sizes 10000 --naive-timeout 120
 
 For each size it writes a synthetic rollout dataset in the store's layout under a temp dir (records from
-tests/record_factory.py: 2,000 distinct episodes, cloned under new ids, dates and models; index rows from
-viewer.rows.index_row, written directly rather than through the store's fsyncs), then measures, each approach in a
+testkit/records.py: 2,000 distinct episodes, cloned under new ids, dates and models; index rows from
+rollouts.schema.index_row, written directly rather than through the store's fsyncs), then measures, each approach in a
 fresh Python process so peak memory is its own:
 
 - index: `BrowseIndex` over the folder: first table page and first leaderboard (cold start, index files only),
@@ -55,8 +55,8 @@ def generate(root: Path, n: int, seed: int = 0) -> dict:
     """n rollouts in the dataset layout: records, index rows (one index file per day) and the dataset card."""
     from record_factory import MODELS, make_records
 
-    from viewer import dataset_card
-    from viewer.rows import index_row
+    from rollouts import card as dataset_card
+    from rollouts.schema import index_row
 
     start = time.perf_counter()
     rng = random.Random(seed)
@@ -127,7 +127,7 @@ def filter_changes(table_fn, board_fn) -> dict:
 def run_index(root: Path) -> dict:
     import pandas  # noqa: F401  (imports are not part of the first view: the app has them loaded already)
 
-    from viewer.browse_index import BrowseIndex, Filters
+    from rollouts.index import BrowseIndex, Filters
 
     baseline = peak_rss_mb()
     start = time.perf_counter()
@@ -160,10 +160,10 @@ def run_naive(root: Path, cache: Path) -> dict:
     import datasets
     import pandas as pd
 
-    from viewer.browse_index import Filters, filter_mask, frame_from_tables, page_of, sort_rows
-    from viewer.leaderboard import leaderboard
-    from viewer.rows import index_row
-    from viewer.sources import INDEX_SCHEMA
+    from rollouts.index import Filters, filter_mask, frame_from_tables, page_of, sort_rows
+    from rollouts.leaderboard import leaderboard
+    from rollouts.schema import index_row
+    from rollouts.sources import INDEX_SCHEMA
 
     datasets.disable_progress_bars()
     baseline = peak_rss_mb()
@@ -257,10 +257,10 @@ def main() -> None:
                          f"(written in {made['seconds']:.0f} s)")
             print(notes[-1], file=sys.stderr, flush=True)
             index = in_process("index", work / "data", work / "cache", timeout=600)
-            print(row(size, "index (viewer.browse_index)", index), file=sys.stderr, flush=True)
+            print(row(size, "index (rollouts.index)", index), file=sys.stderr, flush=True)
             naive = in_process("naive", work / "data", work / "cache", timeout=args.naive_timeout)
             print(row(size, "naive (datasets, every record)", naive), file=sys.stderr, flush=True)
-            lines += [row(size, "index (viewer.browse_index)", index), row(size, "naive (datasets, every record)",
+            lines += [row(size, "index (rollouts.index)", index), row(size, "naive (datasets, every record)",
                                                                            naive)]
             if "load_dataset" in naive:
                 notes.append(f"- {size:,}: `load_dataset` alone took {naive['load_dataset']:.1f} s (cold Arrow cache)")

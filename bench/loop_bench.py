@@ -33,12 +33,12 @@ from openenv.core.env_server.mcp_types import CallToolAction  # noqa: E402
 from openenv.core.mcp_client import MCPToolClient  # noqa: E402
 
 import agent.loop  # noqa: E402
-from agent.models import settle  # noqa: E402
 from agent.providers.base import ModelTurn, ToolCall  # noqa: E402
+from agent.providers.registry import settle  # noqa: E402
 from agent.session import EnvSession  # noqa: E402
 from agent.spec import parse_spec  # noqa: E402
 from berth_env import load_pack  # noqa: E402
-from tests.servers import berth_server  # noqa: E402
+from testkit.servers import berth_server  # noqa: E402
 
 CHECKS = 9
 
@@ -211,7 +211,7 @@ def batch(episodes: int, concurrency: int, out: Path, env_url: str | None = None
 SLEEPY_PEER = """
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
-from tests.peers import ChatPeer, ToolCall, Turn
+from testkit.peers import ChatPeer, ToolCall, Turn
 
 def sleepy(request):
     time.sleep(1.0)

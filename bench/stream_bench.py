@@ -24,10 +24,10 @@ if str(ROOT) not in sys.path:
 
 from playwright.sync_api import sync_playwright  # noqa: E402
 
+from testkit.peers import ChatPeer, Text, Thinking, ToolCall, Turn  # noqa: E402
 from tests.agent_helpers import TASK_ID, optimal_args  # noqa: E402
 from tests.app_fixtures import launched_app  # noqa: E402
 from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
-from tests.peers import ChatPeer, Text, Thinking, ToolCall, Turn  # noqa: E402
 
 TOKENS_PER_TURN = 150
 TOKEN_GAP_S = 0.025

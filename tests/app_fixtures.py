@@ -4,7 +4,7 @@
   no Hub dataset, no upstream source, the embedded berth server; launched with `prevent_thread_lock` on a free
   local port. Attributes: `url` (ends with "/"), `ctx` (AppContext), `root` (the rollout folder), `demo`.
 - `launched_app(tmp_path, records=..., **settings)`: the same as a context manager, for tests that need their own
-  settings (e.g. a Hub dataset on tests/fakehub.py) or rollouts saved before the app starts.
+  settings (e.g. a Hub dataset on testkit/fakehub.py) or rollouts saved before the app starts.
 """
 
 from __future__ import annotations

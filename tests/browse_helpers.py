@@ -1,4 +1,4 @@
-"""Test data for Browse: upstream's published Parquet built from our records, and datasets put on tests/fakehub.py.
+"""Test data for Browse: upstream's published Parquet built from our records, and datasets put on testkit/fakehub.py.
 
 `upstream_table(records)` has upstream's `rollouts` schema (the flat columns of its run index plus the JSON-string
 columns `final_plan`, `grade`, `steps`, `messages`; no episode id, no start time), written with pyarrow.

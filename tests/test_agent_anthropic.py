@@ -6,8 +6,7 @@ import json
 
 import pytest
 
-from tests.agent_helpers import count, joined, naive_args, optimal_args, play, task, types
-from tests.peers import (
+from testkit.peers import (
     AnthropicPeer,
     DieAfter,
     Thinking,
@@ -17,6 +16,7 @@ from tests.peers import (
     rate_limited,
     thinking_signature,
 )
+from tests.agent_helpers import count, joined, naive_args, optimal_args, play, task, types
 
 MODEL = "anthropic:claude-test"
 

@@ -7,12 +7,12 @@ import time
 
 import pytest
 
-from agent.baseline import BaselinePlayer
 from agent.providers.base import Interrupt, ToolCall
+from agent.providers.baseline import BaselinePlayer
 from berth_env import evaluate, grade, greedy_plan, load_pack, naive_plan
+from testkit.servers import berth_server, free_port
 from tests.agent_helpers import TASK_ID, play, types
 from tests.grader_helpers import TOY_TASK_LINE
-from tests.servers import berth_server, free_port
 
 
 def test_greedy_plays_read_check_submit_and_scores_the_greedy_plan(env_url):

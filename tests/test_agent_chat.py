@@ -7,9 +7,9 @@ import threading
 
 import pytest
 
-from agent.providers.chat import ThinkSplitter
+from agent.providers.chat_completions import ThinkSplitter
+from testkit.peers import ChatPeer, DieAfter, Error, Text, Thinking, ToolCall, Turn, Usage, always
 from tests.agent_helpers import count, joined, naive_args, optimal_args, play, types
-from tests.peers import ChatPeer, DieAfter, Error, Text, Thinking, ToolCall, Turn, Usage, always
 
 HF = "hf:org/planner"
 

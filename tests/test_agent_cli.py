@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 
 from berth_env import grade, greedy_plan, load_pack
+from testkit.peers import ChatPeer, Text, ToolCall, Turn
 from tests.agent_helpers import optimal_args
-from tests.peers import ChatPeer, Text, ToolCall, Turn
 
 ROOT = Path(__file__).resolve().parents[1]
 

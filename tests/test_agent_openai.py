@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from testkit.peers import ResponsesPeer, Thinking, ToolCall, Turn, Usage, encrypted_reasoning, rate_limited
 from tests.agent_helpers import joined, naive_args, optimal_args, play, task, types
-from tests.peers import ResponsesPeer, Thinking, ToolCall, Turn, Usage, encrypted_reasoning, rate_limited
 
 MODEL = "openai:gpt-test@high"
 

@@ -1,5 +1,5 @@
 """The Browse API through `gradio_client` against the launched app: local folder, Hub dataset and upstream's Parquet
-(both on tests/fakehub.py), filters, the leaderboard, records from every source, a new rollout showing up, the Hub
+(both on testkit/fakehub.py), filters, the leaderboard, records from every source, a new rollout showing up, the Hub
 going down, and only the deliberate endpoints being public."""
 
 from __future__ import annotations
@@ -9,13 +9,20 @@ import time
 
 import huggingface_hub.constants
 import pytest
-from app_fixtures import launched_app
-from browse_helpers import UPSTREAM_CARD, UPSTREAM_FILE, folder_files, parquet_bytes, publish, upstream_table
-from fakehub import running_fakehub
 from gradio_client import Client
-from record_factory import make_records
 
-from viewer.store import RolloutStore
+from rollouts.store import RolloutStore
+from testkit.fakehub import running_fakehub
+from testkit.records import make_records
+from tests.app_fixtures import launched_app
+from tests.browse_helpers import (
+    UPSTREAM_CARD,
+    UPSTREAM_FILE,
+    folder_files,
+    parquet_bytes,
+    publish,
+    upstream_table,
+)
 
 TOKEN = "hf_browse_app_token"
 DATASET = "team/arena-rollouts"

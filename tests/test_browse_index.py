@@ -8,9 +8,8 @@ import time
 import numpy as np
 import pyarrow as pa
 import pytest
-from record_factory import make_record, make_records
 
-from viewer.browse_index import (
+from rollouts.index import (
     BrowseIndex,
     Filters,
     RolloutNotFound,
@@ -20,10 +19,11 @@ from viewer.browse_index import (
     page_of,
     sort_rows,
 )
-from viewer.leaderboard import leaderboard
-from viewer.rows import index_row, record_path
-from viewer.sources import INDEX_SCHEMA, Loaded, LocalSource
-from viewer.store import RolloutStore
+from rollouts.leaderboard import leaderboard
+from rollouts.schema import index_row, record_path
+from rollouts.sources import INDEX_SCHEMA, Loaded, LocalSource
+from rollouts.store import RolloutStore
+from testkit.records import make_record, make_records
 
 
 def table_of(records: list[dict]) -> pa.Table:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from grader_helpers import TOY_PLAN_A, as_list, grid_check, plain_version, problem_categories, toy_task
 
 from berth_env import check, grade, parse_plan, unavoidable_cost
+from tests.grader_helpers import TOY_PLAN_A, as_list, grid_check, plain_version, problem_categories, toy_task
 
 
 def with_changes(changes: dict[int, tuple[int, int, int]]) -> dict[int, tuple[int, int, int]]:

@@ -12,11 +12,11 @@ import yaml
 from datasets.info import DatasetInfosDict
 from datasets.utils.metadata import MetadataConfigs
 from huggingface_hub import DatasetCard
-from record_factory import make_record, make_records
 
-from viewer import dataset_card
-from viewer.rows import COLUMNS, record_path
-from viewer.store import RolloutStore
+from rollouts import card as dataset_card
+from rollouts.schema import COLUMNS, record_path
+from rollouts.store import RolloutStore
+from testkit.records import make_record, make_records
 
 
 def front_matter(card: str) -> dict:

@@ -11,12 +11,12 @@ from __future__ import annotations
 import random
 
 import pytest
-from grader_helpers import entries_of, grid_check, perturb, toy_task
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from berth_env import canonical_plan, check, grade, load_pack, parse_plan, unavoidable_cost
 from berth_env.pack import BUNDLED_PACK
+from tests.grader_helpers import entries_of, grid_check, perturb, toy_task
 
 SAMPLED = [
     "dock-24B-w06x1-busy-0",  # closures, an outage, an unscheduled call

@@ -12,10 +12,10 @@ import math
 import time
 
 import pytest
-from grader_helpers import TOY_PLAN_A, as_list, toy_task
 
 from berth_env import PlanError, check, evaluate, grade, load_pack, parse_plan
 from berth_env.pack import BUNDLED_PACK
+from tests.grader_helpers import TOY_PLAN_A, as_list, toy_task
 
 
 def first_changed(**fields):

@@ -1,4 +1,4 @@
-"""The Hub side of the store, against tests/fakehub.py over a real socket with the real huggingface_hub client:
+"""The Hub side of the store, against testkit/fakehub.py over a real socket with the real huggingface_hub client:
 batching, 500s, 429 + Retry-After, a Hub that goes down and comes back, restarts with unpushed files, a commit
 whose answer is lost, two pushers on one folder, a wrong token. Nothing may be lost or pushed twice."""
 
@@ -14,12 +14,12 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from fakehub import git_oid, running_fakehub
 from huggingface_hub import HfApi, hf_hub_download
-from record_factory import make_records
 
-from viewer import hub_push
-from viewer.store import RolloutStore
+from rollouts import hub_push
+from rollouts.store import RolloutStore
+from testkit.fakehub import git_oid, running_fakehub
+from testkit.records import make_records
 
 TOKEN = "hf_test_secret_0123456789"
 REPO = "arena/rollouts"

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from viewer.leaderboard import BOOTSTRAP_MAX_EPISODES, board_markdown, bootstrap_ci, leaderboard
+from rollouts.leaderboard import BOOTSTRAP_MAX_EPISODES, board_markdown, bootstrap_ci, leaderboard
 
 
 def row(model, task, reward, *, tier="busy", feasible=True, cost=100, optimal=100, submitted=True, tokens=10):

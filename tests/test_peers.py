@@ -11,7 +11,7 @@ import httpx2
 import openai
 import pytest
 
-from tests.peers import (
+from testkit.peers import (
     AnthropicPeer,
     ChatPeer,
     DieAfter,

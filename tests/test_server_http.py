@@ -13,7 +13,7 @@ from openenv.core.env_server.mcp_types import CallToolAction
 from openenv.core.mcp_client import MCPToolClient
 
 from berth_env import load_pack
-from tests.servers import berth_server
+from testkit.servers import berth_server
 
 PACK = load_pack()
 EVAL = PACK.split("eval")

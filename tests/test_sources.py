@@ -1,4 +1,4 @@
-"""Browse's sources: the local folder (incremental), our Hub dataset and upstream's Parquet on tests/fakehub.py."""
+"""Browse's sources: the local folder (incremental), our Hub dataset and upstream's Parquet on testkit/fakehub.py."""
 
 from __future__ import annotations
 
@@ -7,19 +7,9 @@ import time
 
 import pyarrow.parquet as pq
 import pytest
-from browse_helpers import (
-    UPSTREAM_CARD,
-    UPSTREAM_FILE,
-    folder_files,
-    parquet_bytes,
-    publish,
-    upstream_table,
-)
-from fakehub import running_fakehub
-from record_factory import make_record, make_records
 
-from viewer.rows import COLUMNS
-from viewer.sources import (
+from rollouts.schema import COLUMNS
+from rollouts.sources import (
     INDEX_SCHEMA,
     HubSource,
     LocalSource,
@@ -28,8 +18,18 @@ from viewer.sources import (
     parquet_files,
     parse_index_lines,
 )
-from viewer.store import RolloutStore
-from viewer.upstream import record_from_row, upstream_episode_id
+from rollouts.store import RolloutStore
+from rollouts.upstream import record_from_row, upstream_episode_id
+from testkit.fakehub import running_fakehub
+from testkit.records import make_record, make_records
+from tests.browse_helpers import (
+    UPSTREAM_CARD,
+    UPSTREAM_FILE,
+    folder_files,
+    parquet_bytes,
+    publish,
+    upstream_table,
+)
 
 TOKEN = "hf_test_secret_token"
 

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import datasets
 import pytest
-from record_factory import make_record, make_records
 
-from viewer import store as store_module
-from viewer.rows import COLUMNS
-from viewer.store import RolloutStore, default_writer_id
+from rollouts import store as store_module
+from rollouts.schema import COLUMNS
+from rollouts.store import RolloutStore, default_writer_id
+from testkit.records import make_record, make_records
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = Path(__file__).resolve().parent
@@ -55,7 +55,7 @@ def test_save_writes_the_record_whole_then_its_row(tmp_path):
     assert saved.path == tmp_path / "rollouts" / "2026-11-29" / "ep_one.json"
     text = saved.path.read_text(encoding="utf-8")
     assert json.loads(text) == record
-    assert text.count("\n") == 0  # one line: what datasets' Json features need (see viewer.dataset_card)
+    assert text.count("\n") == 0  # one line: what datasets' Json features need (see rollouts.card)
     assert "Los barcos de más" in text or "\\u" not in text  # non-ASCII kept as is
 
     [line] = (tmp_path / "index" / "2026-11-29" / "w1.jsonl").read_bytes().splitlines()
@@ -188,7 +188,7 @@ def test_each_writer_has_its_own_index_file_and_every_store_reads_them_all(tmp_p
 
 def test_default_writer_id_is_stable_per_process_and_differs_in_a_child(tmp_path):
     assert default_writer_id() == default_writer_id()
-    child = run_child("from viewer.store import default_writer_id; print(default_writer_id())")
+    child = run_child("from rollouts.store import default_writer_id; print(default_writer_id())")
     out, err = child.communicate(timeout=60)
     assert child.returncode == 0, err
     assert out.strip() != default_writer_id() and len(out.strip()) == 8
@@ -199,8 +199,8 @@ def test_a_kill_during_a_big_write_leaves_no_partial_record(tmp_path):
     record file on disk is complete and earlier records are intact."""
     root = tmp_path / "store"
     child = run_child(f"""
-from record_factory import make_record, make_records
-from viewer.store import RolloutStore
+from testkit.records import make_record, make_records
+from rollouts.store import RolloutStore
 store = RolloutStore({str(root)!r}, writer_id="victim")
 for record in make_records(3, seed=11):
     store.save(record)
@@ -233,9 +233,9 @@ def test_a_kill_between_write_and_rename_leaves_only_a_temp_file_that_is_cleaned
     root = tmp_path / "store"
     child = run_child(f"""
 import os, stat, time
-from record_factory import make_record, make_records
-from viewer import store as store_module
-from viewer.store import RolloutStore
+from testkit.records import make_record, make_records
+from rollouts import store as store_module
+from rollouts.store import RolloutStore
 store = RolloutStore({str(root)!r}, writer_id="victim")
 for record in make_records(2, seed=13):
     store.save(record)
@@ -326,8 +326,8 @@ def test_two_processes_saving_at_once_stay_correct(tmp_path):
     root = tmp_path / "shared"
     RolloutStore(root)  # card written once, before the race
     children = [run_child(f"""
-from record_factory import make_records
-from viewer.store import RolloutStore
+from testkit.records import make_records
+from rollouts.store import RolloutStore
 store = RolloutStore({str(root)!r}, writer_id="proc{n}")
 for record in make_records(40, seed={100 + n}, started="2026-11-29T12:00:00Z"):
     store.save(record)
@@ -364,7 +364,7 @@ def test_index_and_records_round_trip_through_load_dataset(tmp_path):
     for row in store.rows():
         got = by_id[row["episode_id"]]
         for name, value in row.items():
-            if name == "started":  # a timestamp column (see viewer.dataset_card), exact to the second
+            if name == "started":  # a timestamp column (see rollouts.card), exact to the second
                 assert got[name] == datetime.fromisoformat(value)
             else:
                 assert got[name] == value or (isinstance(value, float) and math.isclose(got[name], value)), name

@@ -6,9 +6,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from viewer.catalog import PUBLIC_SERVER
-from viewer.runs import RunRegistry
-from viewer.store import RolloutStore
+from agent.runs import RunRegistry
+from agent.tasks import PUBLIC_SERVER
+from rollouts.store import RolloutStore
 
 SERVER_CHOICES = [("Embedded (this Space, offline)", "embedded"),
                   ("Public PortSimEnv (fineenvs-portsimenv.hf.space)", "public"),

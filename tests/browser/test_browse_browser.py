@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
+from testkit.records import make_record, make_records
 from tests.app_fixtures import launched_app
 from tests.browser.conftest import ARTIFACTS
-from tests.record_factory import make_record, make_records
 
 pytestmark = pytest.mark.browser
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
+from testkit.peers import ChatPeer, Text, Thinking, ToolCall, Turn
 from tests.agent_helpers import TASK_ID, optimal_args
 from tests.browser.conftest import ARTIFACTS
-from tests.peers import ChatPeer, Text, Thinking, ToolCall, Turn
 
 pytestmark = pytest.mark.browser
 

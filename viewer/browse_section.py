@@ -22,7 +22,7 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from viewer.browse_index import (
+from rollouts.index import (
     PAGE_SIZE,
     REMOTE_WAIT_S,
     SORTABLE,
@@ -34,11 +34,11 @@ from viewer.browse_index import (
     options,
     records_of,
 )
+from rollouts.leaderboard import TIERS
+from rollouts.sources import SourceError
 from viewer.chart import berth_chart, side_by_side
 from viewer.context import AppContext
-from viewer.leaderboard import TIERS
 from viewer.replay import record_messages
-from viewer.sources import SourceError
 from viewer.summary import escape_cell, fmt_num, grade_panel, usage_summary
 
 TICK_S = 4.0        # how often an open page looks for new rows (a stat of the local index files)
@@ -108,7 +108,7 @@ def table_frame(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def board_frame(board: pd.DataFrame) -> pd.DataFrame:
-    """The leaderboard (viewer.leaderboard columns) as the page shows it."""
+    """The leaderboard (rollouts.leaderboard columns) as the page shows it."""
     out = []
     for row in board.to_dict("records"):
         out.append([str(row["model"]), int(row["n"]), _fixed(row["mean_reward"]),

@@ -37,7 +37,7 @@ def check_endpoint(spec: ModelSpec) -> None:
 
 
 ADAPTERS = {"anthropic": "agent.providers.anthropic_messages", "openai": "agent.providers.openai_responses",
-            "hf": "agent.providers.chat", "vllm": "agent.providers.chat", "baseline": "agent.baseline"}
+            "hf": "agent.providers.chat_completions", "vllm": "agent.providers.chat_completions", "baseline": "agent.providers.baseline"}
 
 
 def settle(specs: list[ModelSpec]) -> None:
@@ -71,7 +71,7 @@ def make_provider(spec: ModelSpec, *, key: str | None, system: str, tools: list[
                                  effort=spec.effort, base_url=os.environ.get("OPENAI_BASE_URL") or None,
                                  retry_base_s=retry_base_s)
     if spec.provider in ("hf", "vllm"):
-        from agent.providers.chat import ChatProvider
+        from agent.providers.chat_completions import ChatProvider
 
         if spec.provider == "hf":
             base_url, label = os.environ.get("HF_ROUTER_URL") or HF_ROUTER_URL, "The Hugging Face router"
@@ -81,7 +81,7 @@ def make_provider(spec: ModelSpec, *, key: str | None, system: str, tools: list[
                             system=system, tools=tools, max_tokens=max_tokens, effort=spec.effort, label=label,
                             retry_base_s=retry_base_s)
     if spec.provider == "baseline":
-        from agent.baseline import BaselinePlayer
+        from agent.providers.baseline import BaselinePlayer
 
         return BaselinePlayer(spec.model, task_id, max_turns=max_turns, pace_s=baseline_pace_s)
     raise SpecError(f"unknown provider {spec.provider!r}")

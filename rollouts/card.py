@@ -3,7 +3,7 @@
 Two configs: `index` (default; the flat rows in `index/*/*.jsonl`) and `rollouts` (the full records in
 `rollouts/*/*.json`). Both declare their features, so the column types never depend on which files happen to be read:
 
-- `index` columns are flat scalars with the types of `viewer.rows.COLUMNS`;
+- `index` columns are flat scalars with the types of `rollouts.schema.COLUMNS`;
 - `rollouts` nested parts (`messages`, `steps`, `final`, ...) vary in shape from record to record (a tool result is
   a checker report in one step and an error in the next), so they are declared `json`. `datasets` 5.2 JSON-encodes
   those fields line by line before Arrow reads them, which is why every record file holds its JSON on ONE line.
@@ -19,7 +19,7 @@ from collections.abc import Iterable
 
 import yaml
 
-from viewer.rows import COLUMNS
+from rollouts.schema import COLUMNS
 
 LICENSE = "cc-by-sa-4.0"
 ATTRIBUTION = "Contains data from the Port de Barcelona open data portal"

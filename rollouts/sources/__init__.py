@@ -2,7 +2,7 @@
 
 Each source answers two questions: `load()` -> its index rows as an Arrow table (or a clear error), and
 `record(row)` -> one full record, fetched only when someone opens it. Index rows have the columns of
-`viewer.rows.COLUMNS`; nothing here ever reads every record.
+`rollouts.schema.COLUMNS`; nothing here ever reads every record.
 
 - `LocalSource`: `index/*/*.jsonl` under ROLLOUT_DIR, read incrementally: an index file is append-only, so a file
   whose size grew is read from where the last read stopped, and an unchanged file (same inode and size) is not
@@ -40,8 +40,8 @@ import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 import yaml
 
-from viewer.rows import COLUMNS, coerce_cell
-from viewer.upstream import JSON_COLUMNS, record_from_row, upstream_ids
+from rollouts.schema import COLUMNS, coerce_cell
+from rollouts.upstream import JSON_COLUMNS, record_from_row, upstream_ids
 
 log = logging.getLogger(__name__)
 

@@ -16,10 +16,11 @@ from typing import Any
 import gradio as gr
 import httpx
 
-from agent.models import MissingKey, check_endpoint, resolve_key
+from agent.providers.registry import MissingKey, check_endpoint, resolve_key
 from agent.record import valid_episode_id
+from agent.runs import CapacityError, EpisodeRun
 from agent.spec import SpecError, parse_spec
-from viewer.catalog import (
+from agent.tasks import (
     TIER_ORDER,
     CatalogError,
     TaskChoice,
@@ -27,11 +28,10 @@ from viewer.catalog import (
     filter_choices,
     random_choice,
 )
-from viewer.catalog import remote_catalog as read_remote_catalog
+from agent.tasks import remote_catalog as read_remote_catalog
 from viewer.chart import berth_chart, side_by_side
 from viewer.context import SERVER_CHOICES, AppContext
 from viewer.live import LiveView
-from viewer.runs import CapacityError, EpisodeRun
 from viewer.summary import grade_panel
 
 PRESETS = [

@@ -2,9 +2,9 @@
 
 Layout (the same in the folder and in the Hub dataset, DESIGN.md "The rollout dataset"):
 
-    README.md                                 the dataset card (viewer.dataset_card), written when missing
-    rollouts/<YYYY-MM-DD>/<episode_id>.json   the record, on one line (see viewer.dataset_card for why)
-    index/<YYYY-MM-DD>/<writer_id>.jsonl      one flat row per rollout (viewer.rows), appended
+    README.md                                 the dataset card (rollouts.card), written when missing
+    rollouts/<YYYY-MM-DD>/<episode_id>.json   the record, on one line (see rollouts.card for why)
+    index/<YYYY-MM-DD>/<writer_id>.jsonl      one flat row per rollout (rollouts.schema), appended
     .push/                                    the push journal and locks (never pushed, never read by datasets)
 
 A record file is written whole (temp file, fsync, rename, fsync of the folder), so a crash leaves either the old state
@@ -12,7 +12,7 @@ or the new file, never half a record. Each process appends only to its own index
 call per row, so processes never interleave; a row torn by a crash is skipped on read and cut off on the next open,
 and a record whose row was lost gets its row rebuilt then.
 
-The Hub side (viewer.hub_push) runs in a background thread and reads only what is already on disk: a Hub that is
+The Hub side (rollouts.hub_push) runs in a background thread and reads only what is already on disk: a Hub that is
 slow, down or refusing never delays or fails `save`.
 """
 
@@ -33,8 +33,8 @@ from typing import Any
 
 from filelock import FileLock
 
-from viewer import dataset_card
-from viewer.rows import COLUMNS, index_row, record_path
+from rollouts import card as dataset_card
+from rollouts.schema import COLUMNS, index_row, record_path
 
 log = logging.getLogger(__name__)
 
@@ -372,7 +372,7 @@ def _start_pusher(root: Path, dataset: str, *, token: str | None, endpoint: str 
     token = token or get_token()
     if not token:
         return None, f"no Hugging Face token: rollouts stay in the local folder, not pushed to {dataset}"
-    from viewer.hub_push import HubPusher
+    from rollouts.hub_push import HubPusher
 
     pusher = HubPusher(root, dataset, token=token, endpoint=endpoint, **options)
     pusher.start()

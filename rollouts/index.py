@@ -1,6 +1,6 @@
 """The Browse tab's data: index rows from every source in one pandas frame, filtered, sorted and paged.
 
-The frame holds only index rows (one flat row per rollout, `viewer.rows.COLUMNS`), never records, so 100k
+The frame holds only index rows (one flat row per rollout, `rollouts.schema.COLUMNS`), never records, so 100k
 rollouts take a few tens of MB. Its `source` column says where a row came from: `local` (this Space's folder,
 not on the Hub yet or no Hub configured), `hub`, `local+hub` (both), or `upstream`. The record's own `source`
 (`space` or `cli`) is kept as `played_in`.
@@ -28,8 +28,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from viewer.leaderboard import TIERS, leaderboard
-from viewer.sources import EPISODE_ID, HubSource, Loaded, LocalSource, SourceError, UpstreamSource
+from rollouts.leaderboard import TIERS, leaderboard
+from rollouts.sources import EPISODE_ID, HubSource, Loaded, LocalSource, SourceError, UpstreamSource
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ def _finish(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _empty_frame() -> pd.DataFrame:
-    from viewer.rows import COLUMNS
+    from rollouts.schema import COLUMNS
 
     frame = pd.DataFrame({name: pd.Series(dtype=_DTYPES[kind]) for name, kind in COLUMNS.items()})
     return _finish(frame.rename(columns={"source": "played_in"}).assign(source=pd.Series(dtype="str")))
