@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 
 import gradio as gr
 
-from agent.record import valid_episode_id
+from rollouts.schema import valid_episode_id
 from viewer.browse_section import build_browse_tab
 from viewer.context import AppContext
 from viewer.run_section import api_updates, build_run_tab

@@ -18,9 +18,10 @@ from typing import Any
 from agent import events as ev
 from agent.providers.base import NOTES_CHARS, Interrupt, Interrupted, ModelTurn, Provider, ToolCall, scrub
 from agent.providers.registry import check_endpoint, make_provider, resolve_key
-from agent.record import new_episode_id, new_record, parse_json, plan_value, task_summary, valid_episode_id
+from agent.record import new_record, parse_json, plan_value, task_summary
 from agent.session import EnvSession
 from agent.spec import parse_spec
+from rollouts.schema import new_episode_id, valid_episode_id
 
 DEFAULT_MAX_TURNS = 12
 DEFAULT_MAX_TOKENS = 24000

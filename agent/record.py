@@ -4,31 +4,12 @@ from __future__ import annotations
 
 import json
 import re
-import time
-import uuid
 from typing import Any
 
 import orjson
 
 from agent import APP_VERSION
-
-SCHEMA_VERSION = 1
-END_REASONS = ("submitted", "no_tool_call", "turn_limit", "wall_clock", "tool_call_limit", "server_ended",
-               "stopped", "error")
-_EPISODE_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
-
-
-def new_episode_id() -> str:
-    return uuid.uuid4().hex[:12]
-
-
-def valid_episode_id(episode_id: str) -> bool:
-    """Episode ids name files in the store, so only a safe alphabet is allowed."""
-    return isinstance(episode_id, str) and _EPISODE_ID.fullmatch(episode_id) is not None
-
-
-def utc_stamp(epoch: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
+from rollouts.schema import SCHEMA_VERSION, utc_stamp
 
 
 def new_record(*, episode_id: str, model: str, task_id: str, env_url: str, limits: dict, started: float,

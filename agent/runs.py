@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.loop import stream_episode
-from agent.record import new_episode_id
+from rollouts.schema import new_episode_id
 
 KEEP_FINISHED = 64  # finished episodes kept in memory for re-attach; older ones are read from the store
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rollouts.schema import model_name
+
 PROVIDERS = ("anthropic", "openai", "hf", "vllm", "baseline")
 EFFORTS = ("low", "medium", "high")
 
@@ -47,19 +49,3 @@ def parse_spec(text: str) -> ModelSpec:
     if not chain:
         raise SpecError(f"model spec {text!r} has an empty provider list")
     return ModelSpec(spec, provider, chain[0], effort or None, tuple(chain[1:]))
-
-
-def model_name(text: str) -> str:
-    """`hf:Qwen/Qwen3.8-27B:cerebras|ovhcloud` -> `Qwen/Qwen3.8-27B`; `openai:gpt-x@low` -> `gpt-x`."""
-    _, _, rest = text.partition(":")
-    rest = rest.partition("@")[0]
-    if text.startswith("hf:"):
-        rest = rest.partition(":")[0]
-    return rest or text
-
-
-def model_slug(text: str) -> str:
-    """A file-name-safe form of a spec: runs of characters outside [A-Za-z0-9._-] become `__` (as upstream)."""
-    import re
-
-    return re.sub(r"[^A-Za-z0-9._-]+", "__", text)

@@ -6,10 +6,11 @@ Written from PORTSIM_SPEC.md alone, so that parity with upstream's numbers is ev
 from berth_env.baselines import greedy_plan, naive_plan
 from berth_env.check import CheckResult, ShipResult, check
 from berth_env.grade import evaluate, grade, unavoidable_cost
-from berth_env.pack import Pack, PackError, load_pack
+from berth_env.pack import TIERS, Pack, PackError, load_pack
 from berth_env.plan import ParsedPlan, PlanError, canonical_plan, parse_plan
 
 __all__ = [
+    "TIERS",
     "CheckResult",
     "Pack",
     "PackError",

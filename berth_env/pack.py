@@ -19,6 +19,8 @@ from typing import Any
 
 BUNDLED_PACK = Path(__file__).resolve().parent / "data" / "dock-v1-eval"
 TASKS_DIR_VAR = "BERTH_TASKS_DIR"
+# The difficulty tiers of dock-v1 (a task's `difficulty`), easiest first.
+TIERS = ("standard", "busy", "storm", "extreme")
 
 
 class PackError(ValueError):
@@ -56,6 +58,10 @@ class Pack:
     def splits(self) -> list[str]:
         """Split names (from each task's own `split` field), sorted."""
         return sorted(self._by_split)
+
+    def quays(self) -> list[str]:
+        """The quays the pack's tasks are set at, sorted."""
+        return sorted({str(task.get("quay")) for task in self.tasks if task.get("quay")})
 
     def split(self, name: str) -> list[dict[str, Any]]:
         """The tasks of one split in load order (empty for an unknown split); index i is the split's task i."""

@@ -36,7 +36,7 @@ from huggingface_hub import CommitOperationAdd, HfApi
 from huggingface_hub.errors import HfHubHTTPError, RepositoryNotFoundError
 from huggingface_hub.utils.sha import git_hash
 
-from rollouts.store import atomic_write
+from rollouts.jsonio import atomic_write
 
 log = logging.getLogger(__name__)
 

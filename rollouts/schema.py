@@ -1,7 +1,11 @@
-"""One rollout record -> one flat index row (DESIGN.md "The rollout dataset").
+"""The rollout record and its flat index row: field names, types and the rules they follow, in one place.
 
-Every column has one fixed type, and a value that does not fit becomes null rather than a different type: the
-index files of many writers are read as one table (`datasets.load_dataset(folder, "index")`, the Hub's viewer),
+A record is one JSON object per episode (DESIGN.md "The rollout record"); an index row is its flat summary, one
+per rollout (DESIGN.md "The rollout dataset"). Every other module takes these names from here: the episode-id
+pattern, the end reasons, the tiers, the index columns and their types.
+
+Index columns have one fixed type each, and a value that does not fit becomes null rather than a different type:
+the index files of many writers are read as one table (`datasets.load_dataset(folder, "index")`, the Hub's viewer),
 and a single `"12"` among integers would break that for everyone.
 """
 
@@ -9,10 +13,157 @@ from __future__ import annotations
 
 import math
 import re
+import time
+import uuid
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal, NotRequired
 
-from agent.spec import model_name
+import pydantic
+from typing_extensions import TypedDict
+
+from berth_env import TIERS
+
+__all__ = [
+    "COLUMNS", "END_REASONS", "EPISODE_ID", "SCHEMA_VERSION", "TIERS", "Record", "RecordError", "coerce_cell",
+    "index_row", "model_name", "new_episode_id", "record_problem", "started_at", "utc_stamp", "valid_episode_id",
+    "validate_record",
+]
+
+SCHEMA_VERSION = 1
+# Episode ids name files in the store and on the Hub, so only a safe alphabet is allowed (checked with fullmatch:
+# `$` would let a trailing newline through).
+EPISODE_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+EndReason = Literal["submitted", "no_tool_call", "turn_limit", "wall_clock", "tool_call_limit", "server_ended",
+                    "stopped", "error", "interrupted"]
+END_REASONS: tuple[str, ...] = EndReason.__args__  # type: ignore[attr-defined]
+
+
+def new_episode_id() -> str:
+    """12 hex characters, as upstream's harness makes them."""
+    return uuid.uuid4().hex[:12]
+
+
+def valid_episode_id(episode_id: Any) -> bool:
+    return isinstance(episode_id, str) and EPISODE_ID.fullmatch(episode_id) is not None
+
+
+def utc_stamp(epoch: float) -> str:
+    """`started` as records write it: `YYYY-MM-DDTHH:MM:SSZ`."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
+
+
+def model_name(spec: str) -> str:
+    """The model of a spec without provider, effort or `hf:` route list (the index's `model_name`).
+
+    `hf:Qwen/Qwen3.8-27B:cerebras|ovhcloud` -> `Qwen/Qwen3.8-27B`; `openai:gpt-x@low` -> `gpt-x`.
+    """
+    _, _, rest = spec.partition(":")
+    rest = rest.partition("@")[0]
+    if spec.startswith("hf:"):
+        rest = rest.partition(":")[0]
+    return rest or spec
+
+
+# -- the record ----------------------------------------------------------------------------------------------------
+
+class _Strict(TypedDict):
+    # Strict: a record that says "12" where a number belongs is refused, not silently converted.
+    __pydantic_config__ = pydantic.ConfigDict(strict=True)  # type: ignore[misc]
+
+
+class Final(_Strict):
+    submitted: bool
+    plan: Any
+    grade: dict | None
+    rubric: NotRequired[dict | None]
+
+
+class Usage(_Strict):
+    input_tokens: int
+    output_tokens: int
+
+
+class Record(_Strict):
+    """One rollout (DESIGN.md "The rollout record"); keys not listed here are allowed and kept."""
+
+    schema_version: int
+    episode_id: str
+    run: str | None
+    source: str
+    model: str
+    task_id: str
+    task: dict
+    env_url: str | None
+    limits: dict
+    started: str
+    seconds: float | None
+    messages: list[dict]
+    steps: list[dict]
+    final: Final
+    reward: float | None  # None only where a non-finite number could not be stored
+    usage: Usage
+    turns: int | None
+    end_reason: EndReason | None
+    errors: list[str]
+    provider_switches: NotRequired[list[str]]
+    app_version: NotRequired[str]
+
+
+_RECORD = pydantic.TypeAdapter(Record)
+
+
+class RecordError(ValueError):
+    """A record that does not follow the schema; the message names the field."""
+
+
+def record_problem(record: Any) -> str | None:
+    """What is wrong with a record, naming the field (`final.submitted: Input should be ...`); None when it is sound."""
+    if not isinstance(record, dict):
+        return f"a rollout record is a JSON object, not {type(record).__name__}"
+    try:
+        _RECORD.validate_python(record)
+    except pydantic.ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "record"
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        return f"{where}: {first['msg']}{more}"
+    if not valid_episode_id(record["episode_id"]):
+        return f"episode_id: must be 1-64 letters, digits, '-' or '_', got {record['episode_id'][:80]!r}"
+    try:
+        started_at(record)
+    except ValueError as exc:
+        return f"started: {exc}"
+    return None
+
+
+def validate_record(record: Any) -> Record:
+    """The record itself when it follows the schema; RecordError naming the field otherwise."""
+    problem = record_problem(record)
+    if problem is not None:
+        raise RecordError(problem)
+    return record  # type: ignore[return-value]
+
+
+# The ISO 8601 forms that both Python and Arrow read (the card declares `started` a timestamp).
+_STARTED = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:\d{2})?$")
+
+
+def started_at(record: dict) -> datetime:
+    """The record's `started` as an aware UTC datetime; ValueError when it is missing or not ISO 8601."""
+    text = record.get("started")
+    if not isinstance(text, str) or not text:
+        raise ValueError("record has no `started` time (ISO 8601 UTC expected, e.g. 2026-11-29T10:15:00Z)")
+    try:
+        if not _STARTED.match(text):
+            raise ValueError
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"record `started` is not ISO 8601 like 2026-11-29T10:15:00Z: {text[:40]!r}") from None
+    # A stamp without an offset is taken as UTC, as the loop writes them.
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+# -- the index row -------------------------------------------------------------------------------------------------
 
 # Column -> type, in row order. `int` and `float` columns are nullable; `str` too unless noted in the card.
 COLUMNS: dict[str, type] = {
@@ -43,30 +194,6 @@ COLUMNS: dict[str, type] = {
     "schema_version": int,
     "path": str,
 }
-
-
-# The ISO 8601 forms that both Python and Arrow read (the card declares `started` a timestamp, see dataset_card).
-_STARTED = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:\d{2})?$")
-
-
-def started_at(record: dict) -> datetime:
-    """The record's `started` as an aware UTC datetime; ValueError when it is missing or not ISO 8601."""
-    text = record.get("started")
-    if not isinstance(text, str) or not text:
-        raise ValueError("record has no `started` time (ISO 8601 UTC expected, e.g. 2026-11-29T10:15:00Z)")
-    try:
-        if not _STARTED.match(text):
-            raise ValueError
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        raise ValueError(f"record `started` is not ISO 8601 like 2026-11-29T10:15:00Z: {text[:40]!r}") from None
-    # A stamp without an offset is taken as UTC, as the loop writes them.
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
-
-
-def record_path(record: dict) -> str:
-    """Where the record lives in the dataset: `rollouts/<YYYY-MM-DD>/<episode_id>.json` (date of `started`, UTC)."""
-    return f"rollouts/{started_at(record):%Y-%m-%d}/{record['episode_id']}.json"
 
 
 def index_row(record: dict, path: str) -> dict[str, Any]:

@@ -1,11 +1,12 @@
 """The rollout store: every finished rollout lands in a local folder before `save` returns, then (optionally) on the Hub.
 
-Layout (the same in the folder and in the Hub dataset, DESIGN.md "The rollout dataset"):
+Layout: rollouts.layout (the same in the folder and in the Hub dataset):
 
     README.md                                 the dataset card (rollouts.card), written when missing
     rollouts/<YYYY-MM-DD>/<episode_id>.json   the record, on one line (see rollouts.card for why)
     index/<YYYY-MM-DD>/<writer_id>.jsonl      one flat row per rollout (rollouts.schema), appended
     .push/                                    the push journal and locks (never pushed, never read by datasets)
+    .set-aside/                               records the schema refused, each with its reason (never pushed)
 
 A record file is written whole (temp file, fsync, rename, fsync of the folder), so a crash leaves either the old state
 or the new file, never half a record. Each process appends only to its own index file (`writer_id`), with one write
@@ -21,9 +22,7 @@ from __future__ import annotations
 import atexit
 import json
 import logging
-import math
 import os
-import re
 import secrets
 import threading
 import time
@@ -34,16 +33,27 @@ from typing import Any
 from filelock import FileLock
 
 from rollouts import card as dataset_card
-from rollouts.schema import COLUMNS, index_row, record_path
+from rollouts.jsonio import JsonlTail, append_line, atomic_write, encode_record, json_line
+from rollouts.layout import (
+    CARD,
+    INDEX_GLOB,
+    PUSH_DIR,
+    RECORD_GLOB,
+    WRITER_ID,
+    index_rel,
+    inside,
+    is_record_rel,
+    record_rel,
+)
+from rollouts.schema import COLUMNS, RecordError, index_row, record_problem, valid_episode_id
 
 log = logging.getLogger(__name__)
 
-# Ids name files, so they are checked with fullmatch (`$` would let a trailing newline through).
-EPISODE_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
-WRITER_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
 # Leftovers younger than this may belong to another process that is still writing them; older ones are repaired.
 RECOVER_GRACE_S = 120.0
 AT_EXIT_FLUSH_S = 20.0
+SET_ASIDE_DIR = ".set-aside"  # records refused by the schema, kept with the reason (never pushed)
 
 _writer_ids: dict[int, str] = {}
 
@@ -70,9 +80,9 @@ class RolloutStore:
         if not WRITER_ID.fullmatch(self.writer_id):
             raise ValueError(f"writer_id must match {WRITER_ID.pattern}")
         self.root.mkdir(parents=True, exist_ok=True)
-        (self.root / ".push").mkdir(exist_ok=True)
+        (self.root / PUSH_DIR).mkdir(exist_ok=True)
         self._lock = threading.RLock()  # one save (and one index refresh) at a time in this process
-        self._shared = FileLock(self.root / ".push" / "store.lock")  # card rewrites and repairs, across processes
+        self._shared = FileLock(self.root / PUSH_DIR / "store.lock")  # card rewrites and repairs, across processes
         self._index = _IndexFiles(self.root)
         with self._shared:
             self._card_fields = self._sync_card()
@@ -93,14 +103,15 @@ class RolloutStore:
 
     def save(self, record: dict) -> SavedRollout:
         """Write `record` durably, then index it. Saving the same record again is a no-op; a different record under
-        an id that is already saved is refused (ValueError), as is a record without a valid id or `started`."""
-        if not isinstance(record, dict):
-            raise ValueError(f"a rollout record is a dict, not {type(record).__name__}")
-        episode_id = record.get("episode_id")
-        if not isinstance(episode_id, str) or not EPISODE_ID.fullmatch(episode_id):
-            raise ValueError(f"episode_id must match {EPISODE_ID.pattern}, got {str(episode_id)[:80]!r}")
-        rel = record_path(record)
-        data = _encode(record)
+        an id that is already saved is refused (ValueError). A record that breaks the schema is refused with a
+        RecordError naming the field, and kept in `.set-aside/` with the reason, never lost."""
+        problem = record_problem(record)
+        if problem is not None:
+            self._set_aside(record, problem)
+            raise RecordError(f"rollout not saved: {problem}")
+        episode_id = record["episode_id"]
+        rel = record_rel(record)
+        data = encode_record(record)
         path = self.root / rel
         with self._lock:
             existing = self._locate(episode_id)
@@ -122,22 +133,47 @@ class RolloutStore:
         return SavedRollout(path, episode_id)
 
     def _append_row(self, row: dict, rel: str) -> None:
-        file = self.root / "index" / rel.split("/")[1] / f"{self.writer_id}.jsonl"
-        append_line(file, json.dumps(row, ensure_ascii=False).encode() + b"\n")
+        file = self.root / index_rel(rel.split("/")[1], self.writer_id)
+        append_line(file, json_line(row))
         self._index.add(row)
+
+    def _set_aside(self, record: Any, problem: str) -> None:
+        """Keep a refused record where nothing reads or pushes it, with the reason, so it can be mended by hand."""
+        try:
+            data = encode_record(record) if isinstance(record, dict) else repr(record).encode()
+        except ValueError:
+            data = repr(record).encode()
+        name = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{secrets.token_hex(4)}"
+        folder = self.root / SET_ASIDE_DIR
+        atomic_write(folder / f"{name}.json", data)
+        atomic_write(folder / f"{name}.why.txt", problem.encode() + b"\n")
+        log.error("a rollout record was refused and set aside as %s/%s.json: %s", SET_ASIDE_DIR, name, problem)
 
     # -- reading ---------------------------------------------------------------------------------------------------
 
     def load(self, episode_id: str) -> dict | None:
-        """The record, or None when this folder has no rollout with that id (or the id could not name one)."""
-        if not isinstance(episode_id, str) or not EPISODE_ID.fullmatch(episode_id):
+        """The record, or None when this folder has no rollout with that id (or the id could not name one).
+
+        A record file that cannot be read or breaks the schema raises RecordError naming the problem; the file
+        stays as it is.
+        """
+        if not valid_episode_id(episode_id):
             return None
         path = self._locate(episode_id)
-        return json.loads(path.read_bytes()) if path else None
+        if path is None:
+            return None
+        try:
+            record = json.loads(path.read_bytes())
+        except (OSError, ValueError) as exc:
+            raise RecordError(f"the record of {episode_id} cannot be read ({type(exc).__name__}): the file is "
+                              "damaged or truncated") from None
+        problem = record_problem(record)
+        if problem is not None:
+            raise RecordError(f"the record of {episode_id} breaks the schema: {problem}")
+        return record
 
     def has(self, episode_id: str) -> bool:
-        valid = isinstance(episode_id, str) and EPISODE_ID.fullmatch(episode_id)
-        return bool(valid) and self._locate(episode_id) is not None
+        return valid_episode_id(episode_id) and self._locate(episode_id) is not None
 
     def rows(self) -> list[dict]:
         """Every index row in the folder, from every writer, one per episode (first row wins)."""
@@ -158,8 +194,10 @@ class RolloutStore:
             if row is None:
                 self._index.refresh()
                 row = self._index.by_id.get(episode_id)
-        if row is not None and (self.root / row["path"]).is_file():
-            return self.root / row["path"]
+        if row is not None and is_record_rel(row.get("path"), episode_id):
+            path = inside(self.root, row["path"])
+            if path is not None and path.is_file():
+                return path
         # Not indexed (yet): a record whose row was lost, or one another process is saving right now.
         return next(iter(self.root.glob(f"rollouts/*/{episode_id}.json")), None)
 
@@ -196,7 +234,7 @@ class RolloutStore:
 
     def _sync_card(self) -> set[str]:
         """Write the card if it is missing or stale; the record fields it declares."""
-        readme = self.root / "README.md"
+        readme = self.root / CARD
         current = readme.read_text(encoding="utf-8") if readme.is_file() else ""
         extras = dataset_card.record_fields(current) - set(dataset_card.RECORD_FEATURES)
         wanted = dataset_card.render(extras)
@@ -206,7 +244,7 @@ class RolloutStore:
 
     def _extend_card(self, fields: set[str]) -> None:
         with self._shared:
-            readme = self.root / "README.md"
+            readme = self.root / CARD
             current = readme.read_text(encoding="utf-8") if readme.is_file() else ""
             declared = dataset_card.record_fields(current) | set(dataset_card.RECORD_FEATURES)
             extras = (declared | fields) - set(dataset_card.RECORD_FEATURES)
@@ -219,7 +257,7 @@ class RolloutStore:
         drop temp files of killed writers, so the folder loads cleanly with `datasets`."""
         now = time.time()
         own = f"{self.writer_id}.jsonl"
-        for file in self.root.glob("index/*/*.jsonl"):
+        for file in self.root.glob(INDEX_GLOB):
             stat = file.stat()
             if file.name != own and now - stat.st_mtime < RECOVER_GRACE_S:
                 continue
@@ -238,7 +276,7 @@ class RolloutStore:
 
     def _repair_missing_rows(self) -> None:
         now = time.time()
-        for path in self.root.glob("rollouts/*/*.json"):
+        for path in self.root.glob(RECORD_GLOB):
             if path.stem in self._index.by_id or now - _mtime(path, default=now) < RECOVER_GRACE_S:
                 continue
             try:
@@ -251,13 +289,23 @@ class RolloutStore:
 
 
 class _IndexFiles:
-    """The rows of index/*/*.jsonl, read incrementally (each file from where the last read stopped)."""
+    """The rows of index/*/*.jsonl, read incrementally (each file from where the last read stopped).
+
+    A row whose path does not fit the layout, or names another episode, is skipped and counted: a planted row
+    must never make a reader open a file outside the store.
+    """
 
     def __init__(self, root: Path) -> None:
         self.root = root
         self.rows: list[dict] = []
         self.by_id: dict[str, dict] = {}
-        self._read_to: dict[Path, int] = {}
+        self.refused = 0
+        self._tails: dict[Path, JsonlTail] = {}
+
+    @property
+    def skipped(self) -> int:
+        """Index lines left out: unreadable, or pointing outside the layout."""
+        return self.refused + sum(tail.skipped for tail in self._tails.values())
 
     def add(self, row: dict) -> None:
         if row.get("episode_id") not in self.by_id:
@@ -265,24 +313,15 @@ class _IndexFiles:
             self.rows.append(row)
 
     def refresh(self) -> None:
-        for file in sorted(self.root.glob("index/*/*.jsonl")):
-            start = self._read_to.get(file, 0)
-            if file.stat().st_size <= start:
-                continue
-            with open(file, "rb") as f:
-                f.seek(start)
-                data = f.read()
-            end = data.rfind(b"\n") + 1  # a line without its newline is torn or still being written
-            for line in data[:end].splitlines():
-                try:
-                    row = json.loads(line)
-                except ValueError:
-                    log.warning("skipping an unreadable index line in %s", file)
-                    continue
-                if isinstance(row, dict) and isinstance(row.get("episode_id"), str) and \
-                        isinstance(row.get("path"), str):
+        for file in sorted(self.root.glob(INDEX_GLOB)):
+            tail = self._tails.setdefault(file, JsonlTail(file))
+            for row in tail.read():
+                if isinstance(row, dict) and valid_episode_id(row.get("episode_id")) and \
+                        is_record_rel(row.get("path"), row["episode_id"]):
                     self.add(row)
-            self._read_to[file] = start + end
+                else:
+                    self.refused += 1
+                    log.warning("skipping an index row of %s that does not point into the store", file)
 
 
 # -- files -------------------------------------------------------------------------------------------------------
@@ -293,74 +332,6 @@ def _mtime(path: Path, *, default: float) -> float:
         return path.stat().st_mtime
     except FileNotFoundError:
         return default
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` so that readers and crashes see the old file or the new one, nothing between."""
-    folder = path.parent
-    if not folder.is_dir():
-        folder.mkdir(parents=True, exist_ok=True)
-        _fsync_dir(folder.parent)
-    tmp = folder / f".{path.name}.{secrets.token_hex(4)}.tmp"
-    try:
-        with open(tmp, "xb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    _fsync_dir(folder)
-
-
-def append_line(path: Path, line: bytes) -> None:
-    """Append one whole line with a single write; on a short write (disk full) put the file back as it was."""
-    if not path.parent.is_dir():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        _fsync_dir(path.parent.parent)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        size = os.fstat(fd).st_size
-        try:
-            if os.write(fd, line) != len(line):
-                raise OSError(f"short write to {path}")
-            os.fsync(fd)
-        except OSError:
-            os.ftruncate(fd, size)
-            raise
-    finally:
-        os.close(fd)
-
-
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _encode(record: dict) -> bytes:
-    """The record as one line of UTF-8 JSON; NaN and infinities (not JSON) become null rather than losing the record."""
-    try:
-        try:
-            text = json.dumps(record, ensure_ascii=False, allow_nan=False)
-        except ValueError:
-            text = json.dumps(_finite(record), ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError, RecursionError) as exc:
-        raise ValueError(f"record is not plain JSON data: {exc}") from None
-    return text.encode()
-
-
-def _finite(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
-    return value
 
 
 def _start_pusher(root: Path, dataset: str, *, token: str | None, endpoint: str | None, **options: Any):

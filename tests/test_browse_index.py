@@ -19,8 +19,9 @@ from rollouts.index import (
     page_of,
     sort_rows,
 )
+from rollouts.layout import record_rel as record_path
 from rollouts.leaderboard import leaderboard
-from rollouts.schema import index_row, record_path
+from rollouts.schema import index_row
 from rollouts.sources import INDEX_SCHEMA, Loaded, LocalSource
 from rollouts.store import RolloutStore
 from testkit.records import make_record, make_records

@@ -14,7 +14,8 @@ from datasets.utils.metadata import MetadataConfigs
 from huggingface_hub import DatasetCard
 
 from rollouts import card as dataset_card
-from rollouts.schema import COLUMNS, record_path
+from rollouts.layout import record_rel as record_path
+from rollouts.schema import COLUMNS
 from rollouts.store import RolloutStore
 from testkit.records import make_record, make_records
 

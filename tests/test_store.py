@@ -17,7 +17,8 @@ import datasets
 import pytest
 
 from rollouts import store as store_module
-from rollouts.schema import COLUMNS
+from rollouts.jsonio import atomic_write
+from rollouts.schema import COLUMNS, RecordError
 from rollouts.store import RolloutStore, default_writer_id
 from testkit.records import make_record, make_records
 
@@ -81,23 +82,48 @@ def test_an_episode_id_that_could_name_a_path_is_refused(tmp_path, bad):
     record["episode_id"] = bad
     with pytest.raises(ValueError, match="episode_id"):
         store.save(record)
-    assert not list(tmp_path.rglob("*.json")) and not index_lines(tmp_path)
+    assert not list(tmp_path.glob("rollouts/**/*.json")) and not index_lines(tmp_path)
     assert store.load(bad) is None and not store.has(bad)
+    [kept] = set_aside(tmp_path)  # refused, but not lost
+    assert "episode_id" in kept.with_name(kept.name.replace(".json", ".why.txt")).read_text()
 
 
-def test_bad_records_get_clear_errors_and_leave_nothing_behind(tmp_path):
+def set_aside(root) -> list:
+    return sorted((root / ".set-aside").glob("*.json"))
+
+
+def test_bad_records_get_clear_errors_naming_the_field_and_are_set_aside(tmp_path):
     store = RolloutStore(tmp_path)
     undated = make_record(seed=4)
     del undated["started"]
-    with pytest.raises(ValueError, match="started"):
+    with pytest.raises(RecordError, match=r"^rollout not saved: started: Field required"):
         store.save(undated)
-    with pytest.raises(ValueError, match="ISO 8601"):
+    with pytest.raises(RecordError, match=r"started: .*ISO 8601"):
         store.save(make_record(seed=4, started="yesterday"))
-    with pytest.raises(ValueError, match="plain JSON"):
-        store.save(make_record(seed=4, usage={"input_tokens": {1, 2}}))
-    with pytest.raises(ValueError, match="dict"):
+    with pytest.raises(RecordError, match=r"usage.input_tokens: Input should be a valid integer"):
+        store.save(make_record(seed=4, usage={"input_tokens": {1, 2}, "output_tokens": 0}))
+    with pytest.raises(RecordError, match=r"final.submitted"):
+        store.save(make_record(seed=4, final={"submitted": "yes", "plan": None, "grade": None}))
+    with pytest.raises(RecordError, match=r"JSON object, not list"):
         store.save(["not", "a", "record"])
     assert not list(tmp_path.glob("rollouts/*/*")) and not index_lines(tmp_path)
+    kept = set_aside(tmp_path)
+    assert len(kept) == 5
+    reasons = sorted(p.with_name(p.name.replace(".json", ".why.txt")).read_text() for p in kept)
+    assert any("final.submitted" in r for r in reasons) and any("started" in r for r in reasons)
+
+
+def test_a_damaged_record_file_gets_a_clear_error_and_stays_as_it_is(tmp_path):
+    store = RolloutStore(tmp_path)
+    saved = store.save(make_record(seed=9, episode_id="torn"))
+    data = saved.path.read_bytes()
+    saved.path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(RecordError, match="record of torn cannot be read"):
+        store.load("torn")
+    assert saved.path.read_bytes() == data[: len(data) // 2]
+    saved.path.write_text(json.dumps({**json.loads(data), "turns": "three"}))
+    with pytest.raises(RecordError, match="breaks the schema: turns"):
+        store.load("torn")
 
 
 def test_non_finite_numbers_become_null_instead_of_losing_the_rollout(tmp_path):
@@ -125,7 +151,7 @@ def test_saving_a_record_whose_row_was_lost_adds_the_row(tmp_path):
     store = RolloutStore(tmp_path)
     record = make_record(seed=21, episode_id="rowless", started="2026-11-29T05:00:00Z")
     data = json.dumps(record, ensure_ascii=False).encode()
-    store_module.atomic_write(tmp_path / "rollouts" / "2026-11-29" / "rowless.json", data)
+    atomic_write(tmp_path / "rollouts" / "2026-11-29" / "rowless.json", data)
     assert store.rows() == [] and store.has("rowless")  # on disk, not indexed
     store.save(record)
     assert [r["episode_id"] for r in store.rows()] == ["rowless"] and len(index_lines(tmp_path)) == 1
@@ -234,7 +260,7 @@ def test_a_kill_between_write_and_rename_leaves_only_a_temp_file_that_is_cleaned
     child = run_child(f"""
 import os, stat, time
 from testkit.records import make_record, make_records
-from rollouts import store as store_module
+from rollouts import jsonio as store_module
 from rollouts.store import RolloutStore
 store = RolloutStore({str(root)!r}, writer_id="victim")
 for record in make_records(2, seed=13):
@@ -274,7 +300,7 @@ def test_a_torn_index_line_is_skipped_then_cut_and_its_row_rebuilt(tmp_path, mon
         store.save(record)
     # Simulate a writer killed mid-append: the record is on disk, its row only half written.
     lost = make_record(seed=16, episode_id="half_indexed", started="2026-11-29T09:00:00Z")
-    store_module.atomic_write(tmp_path / "rollouts" / "2026-11-29" / "half_indexed.json",
+    atomic_write(tmp_path / "rollouts" / "2026-11-29" / "half_indexed.json",
                               json.dumps(lost, ensure_ascii=False).encode())
     index = tmp_path / "index" / "2026-11-29" / "crashed.jsonl"
     with open(index, "ab") as f:

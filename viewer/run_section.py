@@ -17,7 +17,6 @@ import gradio as gr
 import httpx
 
 from agent.providers.registry import MissingKey, check_endpoint, resolve_key
-from agent.record import valid_episode_id
 from agent.runs import CapacityError, EpisodeRun
 from agent.spec import SpecError, parse_spec
 from agent.tasks import (
@@ -29,6 +28,7 @@ from agent.tasks import (
     random_choice,
 )
 from agent.tasks import remote_catalog as read_remote_catalog
+from rollouts.schema import valid_episode_id
 from viewer.chart import berth_chart, side_by_side
 from viewer.context import SERVER_CHOICES, AppContext
 from viewer.live import LiveView

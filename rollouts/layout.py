@@ -1,0 +1,67 @@
+"""Where everything lives in a rollout dataset: the same layout in the local folder and in the Hub repo.
+
+    README.md                                 the dataset card (rollouts.card)
+    rollouts/<YYYY-MM-DD>/<episode_id>.json   one record, on one line
+    index/<YYYY-MM-DD>/<writer_id>.jsonl      one flat index row per rollout, appended by one writer
+    .push/                                    the local push journal and locks (never pushed)
+
+Every path of the dataset is made or recognised here, so a reader can trust a path only after `record_rel` or
+`is_record_rel` said it fits.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from rollouts.schema import EPISODE_ID, started_at, valid_episode_id
+
+CARD = "README.md"
+RECORDS_DIR = "rollouts"
+INDEX_DIR = "index"
+PUSH_DIR = ".push"
+RECORD_GLOB = f"{RECORDS_DIR}/*/*.json"
+INDEX_GLOB = f"{INDEX_DIR}/*/*.jsonl"
+WRITER_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+RECORD_REL = re.compile(rf"{RECORDS_DIR}/(\d{{4}}-\d{{2}}-\d{{2}})/({EPISODE_ID.pattern})\.json")
+DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def default_rollout_dir() -> Path:
+    """ROLLOUT_DIR, else the Space's persistent storage when it has some, else `./data/rollouts`."""
+    given = os.environ.get("ROLLOUT_DIR")
+    if given:
+        return Path(given)
+    if os.environ.get("SPACE_ID") and Path("/data").is_dir():
+        return Path("/data/rollouts")
+    return Path("data/rollouts")
+
+
+def record_rel(record: dict) -> str:
+    """Where the record lives: `rollouts/<YYYY-MM-DD>/<episode_id>.json` (the UTC date it started)."""
+    return record_rel_for(record["episode_id"], f"{started_at(record):%Y-%m-%d}")
+
+
+def record_rel_for(episode_id: str, day: str) -> str:
+    if not valid_episode_id(episode_id) or not DAY.fullmatch(day or ""):
+        raise ValueError(f"no record path for episode {str(episode_id)[:80]!r} on {str(day)[:20]!r}")
+    return f"{RECORDS_DIR}/{day}/{episode_id}.json"
+
+
+def is_record_rel(path: Any, episode_id: str | None = None) -> bool:
+    """True when `path` is a record path of the layout (and, given an id, that episode's)."""
+    match = RECORD_REL.fullmatch(path) if isinstance(path, str) else None
+    return match is not None and (episode_id is None or match.group(2) == episode_id)
+
+
+def index_rel(day: str, writer_id: str) -> str:
+    """One writer's index file for one day."""
+    return f"{INDEX_DIR}/{day}/{writer_id}.jsonl"
+
+
+def inside(root: Path, rel: str) -> Path | None:
+    """`root / rel`, or None when it would resolve outside `root` (a `..`, an absolute path, a symlink out)."""
+    path = (root / rel).resolve()
+    return path if path.is_relative_to(root.resolve()) else None
