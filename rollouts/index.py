@@ -29,7 +29,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rollouts.leaderboard import TIERS, leaderboard
-from rollouts.sources import EPISODE_ID, HubSource, Loaded, LocalSource, SourceError, UpstreamSource
+from rollouts.schema import valid_episode_id
+from rollouts.sources import Loaded, SourceError
+from rollouts.sources.hub import HubSource
+from rollouts.sources.local import LocalSource
+from rollouts.sources.upstream import UpstreamSource
 
 log = logging.getLogger(__name__)
 
@@ -445,7 +449,7 @@ class BrowseIndex:
         seconds for a load in progress (a deep link opened right after the Space started).
         """
         episode_id = (episode_id or "").strip()
-        if not EPISODE_ID.match(episode_id):
+        if not valid_episode_id(episode_id):
             raise RolloutNotFound("That rollout id is malformed: ids are 1-64 letters, digits, '-' or '_'.")
         row = self.row(episode_id)
         if row is None and self.local.locate(episode_id) is not None:

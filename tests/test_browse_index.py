@@ -22,7 +22,8 @@ from rollouts.index import (
 from rollouts.layout import record_rel as record_path
 from rollouts.leaderboard import leaderboard
 from rollouts.schema import index_row
-from rollouts.sources import INDEX_SCHEMA, Loaded, LocalSource
+from rollouts.sources import INDEX_SCHEMA, Loaded
+from rollouts.sources.local import LocalSource
 from rollouts.store import RolloutStore
 from testkit.records import make_record, make_records
 

@@ -9,17 +9,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from rollouts.schema import COLUMNS
-from rollouts.sources import (
-    INDEX_SCHEMA,
-    HubSource,
-    LocalSource,
-    SourceError,
-    UpstreamSource,
-    parquet_files,
-    parse_index_lines,
-)
+from rollouts.sources import INDEX_SCHEMA, SourceError, parse_index_lines
+from rollouts.sources.hub import HubSource
+from rollouts.sources.local import LocalSource
+from rollouts.sources.upstream import UpstreamSource, parquet_files, record_from_row, upstream_episode_id
 from rollouts.store import RolloutStore
-from rollouts.upstream import record_from_row, upstream_episode_id
 from testkit.fakehub import running_fakehub
 from testkit.records import make_record, make_records
 from tests.browse_helpers import (
@@ -65,7 +59,7 @@ def test_index_lines_keep_every_readable_row_of_a_damaged_file():
 
 def test_index_lines_fast_path_reads_columns_with_their_types():
     rows = [{**{k: None for k in COLUMNS}, "episode_id": "a1", "started": "2026-11-29T10:15:00Z", "reward": 1,
-             "turns": 3, "submitted": True, "extra_column": [1, 2]}]
+             "turns": 3, "submitted": True, "extra_column": [1, 2], "path": "rollouts/2026-11-29/a1.json"}]
     table = parse_index_lines(("\n".join(json.dumps(r) for r in rows) + "\n").encode())
     row = table.to_pylist()[0]
     assert row["started"] == "2026-11-29T10:15:00Z"  # a string, not a timestamp guessed by Arrow
@@ -110,15 +104,32 @@ def test_local_source_rereads_a_replaced_file_and_forgets_a_removed_one(tmp_path
     index = tmp_path / "index" / "2026-11-29"
     index.mkdir(parents=True)
     file = index / "w1.jsonl"
-    file.write_text(json.dumps({"episode_id": "a", "path": "x"}) + "\n" + json.dumps({"episode_id": "b"}) + "\n")
+    file.write_text(row_line("a") + row_line("b"))
     source = LocalSource(tmp_path)
     assert ids(source.load()) == ["a", "b"]
     replacement = index / "tmp.jsonl.new"
-    replacement.write_text(json.dumps({"episode_id": "c"}) + "\n")
+    replacement.write_text(row_line("c"))
     replacement.replace(file)  # a new inode, shorter: read again from the start
     assert ids(source.load()) == ["c"]
     file.unlink()
     assert source.load().rows == 0
+
+
+def row_line(episode_id: str, path: str | None = None) -> str:
+    return json.dumps({"episode_id": episode_id, "path": f"rollouts/2026-11-29/{episode_id}.json" if path is None else path}) + "\n"
+
+
+@pytest.mark.parametrize("path", ["../outside/secret.json", "/etc/passwd", "rollouts/2026-11-29/other.json",
+                                  "rollouts/2026-11-29/../../x.json", "rollouts/latest/planted.json", ""])
+def test_an_index_row_that_points_outside_the_layout_is_skipped_and_counted(tmp_path, path):
+    (tmp_path / "secret.json").write_text('{"secret": true}')
+    index = tmp_path / "store" / "index" / "2026-11-29"
+    index.mkdir(parents=True)
+    (index / "w1.jsonl").write_text(row_line("good") + row_line("planted", path) + "{torn\n")
+    loaded = LocalSource(tmp_path / "store").load()
+    assert ids(loaded) == ["good"] and loaded.skipped == 2
+    with pytest.raises(SourceError, match="missing"):
+        LocalSource(tmp_path / "store").record({"episode_id": "planted", "path": path})
 
 
 def test_local_source_missing_folder_is_empty_not_an_error(tmp_path):

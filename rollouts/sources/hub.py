@@ -1,0 +1,206 @@
+"""Our rollout dataset on the Hub as a Browse source, and the Hub access every Hub source shares.
+
+One cheap probe (the repo's current commit, with a short timeout and no retries) comes first: an unchanged commit
+means nothing to read, an unreachable Hub means a clear message at once instead of huggingface_hub's retry loop
+(about 23 s). Then the `index/` tree is listed at that commit and only index files whose blob id changed are
+downloaded (`hf_hub_download`, cached). Offline (`HF_HUB_OFFLINE=1`) what huggingface_hub has cached is used, and
+the page says so. Every error message names the source and the cause, never a token.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any
+
+import pyarrow as pa
+
+from rollouts.layout import is_record_rel, record_rel_for
+from rollouts.sources import Loaded, SourceError, concat_tables, read_index_lines
+
+log = logging.getLogger(__name__)
+
+PROBE_TIMEOUT_S = 5.0     # the first request to a Hub: connect and answer
+FILE_TIMEOUT_S = 20.0     # one index file or record download, retries included
+DOWNLOAD_WORKERS = 4
+
+_pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="browse-hub")
+
+
+def _hub():
+    import huggingface_hub
+
+    return huggingface_hub
+
+
+def offline() -> bool:
+    """huggingface_hub's offline switch (HF_HUB_OFFLINE), read now rather than at its import."""
+    from huggingface_hub import constants
+
+    return bool(constants.HF_HUB_OFFLINE) or os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes")
+
+
+def bounded(fn, timeout: float, what: str):
+    """Run `fn()` with a deadline: huggingface_hub retries a refused connection for about 23 s, and a page must
+    not wait that long. Past the deadline the call is left to finish in the background."""
+    future = _pool.submit(fn)
+    try:
+        return future.result(timeout=timeout)
+    except FutureTimeout:
+        raise SourceError(f"{what}: no answer within {timeout:.0f} s") from None
+
+
+def describe(exc: BaseException) -> str:
+    """A short, token-free reason for a Hub failure."""
+    hub = _hub()
+    errors = hub.errors
+    if isinstance(exc, SourceError):
+        return str(exc)
+    if isinstance(exc, errors.OfflineModeIsEnabled):
+        return "offline mode (HF_HUB_OFFLINE) and nothing cached"
+    if isinstance(exc, errors.GatedRepoError):
+        return "the dataset is gated: accept its terms and set HF_TOKEN"
+    if isinstance(exc, errors.RepositoryNotFoundError):
+        return "no such dataset (or it is private and HF_TOKEN cannot read it)"
+    if isinstance(exc, errors.RevisionNotFoundError):
+        return "the dataset has no main branch"
+    if isinstance(exc, errors.EntryNotFoundError):
+        return "file not found in the dataset"
+    if isinstance(exc, errors.LocalEntryNotFoundError):
+        return "the Hub cannot be reached and nothing is cached"
+    if isinstance(exc, errors.HfHubHTTPError):
+        status = getattr(getattr(exc, "response", None), "status_code", None)
+        return f"the Hub answered HTTP {status}" if status else "the Hub refused the request"
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return f"cannot reach the Hub ({type(exc).__name__}: {text[:160]})"
+
+
+class HubRepo:
+    """A dataset repo on a Hub endpoint: the probe, listing and downloads every Hub source needs."""
+
+    def __init__(self, repo: str, *, endpoint: str | None = None, token: str | None = None,
+                 cache_dir: str | os.PathLike | None = None, probe_timeout: float = PROBE_TIMEOUT_S,
+                 file_timeout: float = FILE_TIMEOUT_S) -> None:
+        from huggingface_hub import constants
+
+        self.repo = repo
+        self.endpoint = (endpoint or os.environ.get("HF_ENDPOINT") or constants.ENDPOINT).rstrip("/")
+        self.token = token
+        self.cache_dir = str(cache_dir) if cache_dir else None
+        self.probe_timeout = probe_timeout
+        self.file_timeout = file_timeout
+
+    def head_commit(self) -> str:
+        """The sha of `main` now: one GET, a short timeout, no retries (huggingface_hub's raise_for_status)."""
+        hub = _hub()
+        url = f"{self.endpoint}/api/datasets/{self.repo}/revision/main"
+        headers = hub.utils.build_hf_headers(token=self.token or False)
+        response = hub.get_session().get(url, headers=headers, timeout=self.probe_timeout)
+        hub.utils.hf_raise_for_status(response)
+        sha = response.json().get("sha")
+        if not isinstance(sha, str):
+            raise SourceError("the Hub's answer has no commit sha")
+        return sha
+
+    def list_files(self, folder: str, revision: str) -> list[tuple[str, str]]:
+        """(path, blob id) of every file under `folder` at `revision`; [] when the folder does not exist."""
+        hub = _hub()
+        api = hub.HfApi(endpoint=self.endpoint, token=self.token or False)
+
+        def listing() -> list[tuple[str, str]]:
+            try:
+                entries = api.list_repo_tree(self.repo, path_in_repo=folder, recursive=True, repo_type="dataset",
+                                             revision=revision)
+                return [(e.path, e.blob_id) for e in entries if isinstance(e, hub.hf_api.RepoFile)]
+            except hub.errors.EntryNotFoundError:
+                return []
+
+        return bounded(listing, self.file_timeout, f"listing {folder}/ of {self.repo}")
+
+    def download(self, path: str, revision: str | None, *, cached_only: bool = False) -> str:
+        hub = _hub()
+
+        def fetch() -> str:
+            return hub.hf_hub_download(self.repo, path, repo_type="dataset", revision=revision,
+                                       endpoint=self.endpoint, token=self.token or False, cache_dir=self.cache_dir,
+                                       etag_timeout=self.probe_timeout, local_files_only=cached_only)
+
+        if cached_only:
+            return fetch()
+        return bounded(fetch, self.file_timeout, f"downloading {path}")
+
+
+class HubSource:
+    """Our rollout dataset on the Hub (ROLLOUT_DATASET): its index files, and records on demand."""
+
+    name = "hub"
+
+    def __init__(self, repo: str, **options: Any) -> None:
+        self.hub = HubRepo(repo, **options)
+        self.label = f"Hub dataset {repo}"
+        self.revision: str | None = None
+        self._files: dict[str, tuple[str, pa.Table, int]] = {}  # path -> (blob id, rows, lines left out)
+        self._table: pa.Table | None = None
+        self._skipped = 0
+        self._lock = threading.Lock()
+
+    def load(self) -> Loaded:
+        with self._lock:
+            if offline():
+                return Loaded(self.name, self.label, table=self._table,
+                              error=None if self._table is not None else
+                              "offline (HF_HUB_OFFLINE is set): the Hub dataset is not read",
+                              note="offline: rows as last loaded" if self._table is not None else None,
+                              changed=False)
+            try:
+                sha = self.hub.head_commit()
+                if sha == self.revision and self._table is not None:
+                    return Loaded(self.name, self.label, table=self._table, changed=False, skipped=self._skipped)
+                listed = dict(self.hub.list_files("index", sha))
+                wanted = {p: oid for p, oid in listed.items() if p.endswith(".jsonl")}
+                fetch = [p for p, oid in wanted.items() if self._files.get(p, ("",))[0] != oid]
+                with ThreadPoolExecutor(DOWNLOAD_WORKERS) as workers:
+                    tables = list(workers.map(lambda p: self._read(p, sha), fetch))
+                files = {p: v for p, v in self._files.items() if p in wanted}
+                files.update({p: (wanted[p], *read) for p, read in zip(fetch, tables, strict=True)})
+                self._files, self.revision = files, sha
+                self._table = concat_tables([files[p][1] for p in sorted(files)])
+                self._skipped = sum(files[p][2] for p in files)
+                note = None if wanted else "no index files yet"
+                return Loaded(self.name, self.label, table=self._table, note=note, skipped=self._skipped)
+            except Exception as exc:  # any failure: a message for the page, the other sources still load
+                log.info("hub source %s: %s", self.hub.repo, describe(exc))
+                return Loaded(self.name, self.label, table=self._table, error=describe(exc),
+                              note="showing rows from the last successful load" if self._table is not None else None,
+                              changed=False)
+
+    def _read(self, path: str, revision: str) -> tuple[pa.Table, int]:
+        with open(self.hub.download(path, revision), "rb") as f:
+            return read_index_lines(f.read())
+
+    def record(self, row: dict) -> dict:
+        episode_id = str(row.get("episode_id") or "")
+        path = row.get("path")
+        if not is_record_rel(path, episode_id):
+            try:
+                path = record_rel_for(episode_id, str(row.get("started") or "")[:10])
+            except ValueError:
+                raise SourceError(f"the Hub index row of {episode_id or '?'} does not say where its record is") \
+                    from None
+        try:
+            try:
+                local = self.hub.download(path, self.revision, cached_only=True)
+            except Exception:
+                if offline():
+                    raise
+                local = self.hub.download(path, self.revision)
+            with open(local, "rb") as f:
+                return json.loads(f.read())
+        except Exception as exc:
+            raise SourceError(f"{self.label}: cannot fetch {path}: {describe(exc)}") from None
+
+

@@ -1,0 +1,113 @@
+"""This machine's rollout folder as a Browse source: `index/*/*.jsonl` read incrementally, records on demand.
+
+An index file is append-only, so a file whose size grew is read from where the last read stopped, and an unchanged
+file (same inode and size) is not opened at all: a rollout played in the app shows up in Browse within a second.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from rollouts.layout import INDEX_GLOB, RECORD_GLOB, inside, is_record_rel
+from rollouts.schema import valid_episode_id
+from rollouts.sources import Loaded, SourceError, concat_tables, read_index_lines
+
+
+@dataclass
+class _FileRead:
+    inode: int
+    offset: int  # bytes read so far, always at a line end
+
+
+class LocalSource:
+    """`ROLLOUT_DIR`: the rollouts this Space (or this machine) played, pushed or not."""
+
+    name = "local"
+    COMPACT_AFTER = 64  # appended batches kept apart before they are joined into one table
+
+    def __init__(self, root: str | os.PathLike) -> None:
+        self.root = Path(root).resolve()
+        self.label = "this Space's rollout folder"
+        self._files: dict[Path, _FileRead] = {}
+        self._batches: list[pa.Table] = []  # rows in read order: first load, then each refresh's new lines
+        self._lock = threading.Lock()
+        self._table: pa.Table | None = None
+        self._skipped = 0
+
+    def load(self) -> Loaded:
+        """Re-read what changed since the last load; `changed` says whether any row did."""
+        with self._lock:
+            changed = self._refresh()
+            if changed or self._table is None:
+                if len(self._batches) > self.COMPACT_AFTER:
+                    self._batches = [concat_tables(self._batches)]
+                self._table = concat_tables(self._batches)
+            return Loaded(self.name, self.label, table=self._table, changed=changed, skipped=self._skipped)
+
+    def _refresh(self) -> bool:
+        present = sorted(self.root.glob(INDEX_GLOB)) if self.root.is_dir() else []
+        stats = {}
+        for path in present:
+            try:
+                stats[path] = path.stat()
+            except FileNotFoundError:
+                continue
+        # A file that vanished, shrank or was replaced (never done by the store, but possible by hand) means its
+        # rows are unknown: start over. Otherwise only the bytes appended since the last read are read.
+        reset = any(path not in stats for path in self._files) or any(
+            path in self._files and (self._files[path].inode != st.st_ino or st.st_size < self._files[path].offset)
+            for path, st in stats.items())
+        if reset:
+            self._files, self._batches, self._skipped = {}, [], 0
+        chunks = []
+        for path, st in stats.items():
+            read = self._files.setdefault(path, _FileRead(st.st_ino, 0))
+            if st.st_size == read.offset:
+                continue
+            with open(path, "rb") as f:
+                f.seek(read.offset)
+                data = f.read(st.st_size - read.offset)
+            end = data.rfind(b"\n") + 1  # a line without its newline is still being written (or torn)
+            if end:
+                chunks.append(data[:end])
+                read.offset += end
+        if chunks:
+            # One parse for every file's new lines: Arrow's per-call setup dominates small reads.
+            table, skipped = read_index_lines(b"".join(chunks))
+            self._batches.append(table)
+            self._skipped += skipped
+        return reset or bool(chunks)
+
+    def record(self, row: dict) -> dict:
+        """The record of an index row (or of an episode id alone, found by its file name)."""
+        episode_id = str(row.get("episode_id") or "")
+        if not valid_episode_id(episode_id):
+            raise SourceError("malformed episode id")
+        path = self.locate(episode_id, row.get("path"))
+        if path is None:
+            raise SourceError(f"rollout {episode_id} is indexed but its record file is missing from the folder")
+        try:
+            return json.loads(path.read_bytes())
+        except (OSError, ValueError) as exc:
+            raise SourceError(f"cannot read the record of {episode_id}: {exc}") from None
+
+    def locate(self, episode_id: str, path: Any = None) -> Path | None:
+        """The record file of `episode_id`, never outside `rollouts/` of the folder."""
+        if not valid_episode_id(episode_id):
+            return None
+        if is_record_rel(path, episode_id):
+            candidate = inside(self.root, path)
+            if candidate is not None and candidate.is_file():
+                return candidate
+        if not self.root.is_dir():
+            return None
+        return next(iter(self.root.glob(RECORD_GLOB.replace("*.json", f"{episode_id}.json"))), None)
+
+
