@@ -127,7 +127,8 @@ def filter_changes(table_fn, board_fn) -> dict:
 def run_index(root: Path) -> dict:
     import pandas  # noqa: F401  (imports are not part of the first view: the app has them loaded already)
 
-    from rollouts.index import BrowseIndex, Filters
+    from rollouts.index import BrowseIndex
+    from rollouts.query import Filters
 
     baseline = peak_rss_mb()
     start = time.perf_counter()
@@ -160,8 +161,9 @@ def run_naive(root: Path, cache: Path) -> dict:
     import datasets
     import pandas as pd
 
-    from rollouts.index import Filters, filter_mask, frame_from_tables, page_of, sort_rows
+    from rollouts.index import frame_from_tables
     from rollouts.leaderboard import leaderboard
+    from rollouts.query import Filters, filter_mask, page_of, sort_rows
     from rollouts.schema import index_row
     from rollouts.sources import INDEX_SCHEMA
 

@@ -7,7 +7,8 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-TIERS = ("standard", "busy", "storm", "extreme")
+from rollouts.schema import TIERS
+
 BOOTSTRAP_RESAMPLES = 2000
 # Resampling costs resamples x episodes; past this many episodes the bootstrap distribution of a mean is normal
 # to within the digits we print, so the CI is mean +- 1.96 s/sqrt(n).

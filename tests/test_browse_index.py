@@ -9,18 +9,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from rollouts.index import (
-    BrowseIndex,
-    Filters,
-    RolloutNotFound,
-    filter_mask,
-    frame_from_tables,
-    options,
-    page_of,
-    sort_rows,
-)
+from rollouts.index import BrowseIndex, RolloutNotFound, frame_from_tables
 from rollouts.layout import record_rel as record_path
 from rollouts.leaderboard import leaderboard
+from rollouts.query import Filters, filter_mask, options, page_of, sort_rows
 from rollouts.schema import index_row
 from rollouts.sources import INDEX_SCHEMA, Loaded
 from rollouts.sources.local import LocalSource

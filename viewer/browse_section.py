@@ -22,19 +22,9 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from rollouts.index import (
-    PAGE_SIZE,
-    REMOTE_WAIT_S,
-    SORTABLE,
-    SOURCES,
-    BrowseIndex,
-    Filters,
-    RolloutNotFound,
-    SourceStatus,
-    options,
-    records_of,
-)
-from rollouts.leaderboard import TIERS
+from rollouts.index import REMOTE_WAIT_S, BrowseIndex, RolloutNotFound, SourceStatus, records_of
+from rollouts.query import PAGE_SIZE, SORTABLE, SOURCES, Filters, options
+from rollouts.schema import TIERS
 from rollouts.sources import SourceError
 from viewer.chart import berth_chart, side_by_side
 from viewer.context import AppContext
@@ -135,6 +125,8 @@ def status_markdown(statuses: list[SourceStatus], *, shown: int, total: int) -> 
                 text += f" (⚠️ {escape_cell(status.error)})"
             if status.note:
                 text += f" · {escape_cell(status.note)}"
+            if status.skipped:
+                text += f" · ⚠️ {status.skipped:,} unreadable index line{'s' * (status.skipped != 1)} skipped"
             if status.loading:
                 text += " · refreshing…"
         parts.append(text)
