@@ -78,7 +78,7 @@ def test_violation_marks_exactly_the_ships_the_checker_flags(pack) -> None:
     hover = next(t for t in fig.data if t.name == "ships")
     text12 = hover.hovertext[list(hover.text).index("12")]
     assert "cannot arrive" in text12 and "overlaps ship 0" in text12
-    assert "has a problem" in {t.name for t in fig.data}  # legend entry only when something is flagged
+    assert "breaks a rule (hover for which)" in {t.name for t in fig.data}  # legend entry only when something is flagged
     clean = berth_chart(task, _optimal(task))
     assert not any(s["line"]["color"] == VIOLATION_LINE for s in _shapes(clean, "ship:").values())
     assert clean.layout.title.text == f"{BUSY} · feasible · cost {task['reference']['optimal_cost']}"
@@ -90,7 +90,7 @@ def test_ships_moved_since_the_previous_plan_are_highlighted(pack) -> None:
     fills = {int(n.split(":")[1]): s["fillcolor"] for n, s in _shapes(fig, "ship:").items()}
     assert {s for s, c in fills.items() if c == MOVED_FILL} == {12}
     assert all(c == SHIP_FILL for s, c in fills.items() if s != 12)
-    assert fig.layout.title.text.endswith("· 1 moved")
+    assert fig.layout.title.text.endswith("· 1 changed")
     assert moved_ships(task, _perturbed(task), _optimal(task)) == {12}
     # A change of crane count alone changes the rectangle, so it counts; a ship dropped from the plan too.
     fewer = _optimal(task)[1:]
@@ -117,7 +117,7 @@ def test_storm_task_draws_closures_alongside_wind_and_outages(pack) -> None:
     labels = [a.text for a in fig.layout.annotations if a.name and a.name.startswith("wind:")]
     assert labels == ["💨 no moves, ships ≥ 300 m: h159–182", "💨 no moves, all ships: h161–169"]
     assert [(o["x0"], o["x1"]) for o in outage.values()] == [(187, 216)]
-    assert any(a.text == "🏗️ −2 cranes (7 available): h187–216" for a in fig.layout.annotations)
+    assert any(a.text == "🏗️ −2 cranes (7 available)" for a in fig.layout.annotations)
 
 
 def test_wind_waiting_tail_is_drawn_lighter(pack) -> None:
@@ -206,5 +206,91 @@ def test_the_largest_task_builds_fast(pack) -> None:
         fig = berth_chart(task, optimal, previous_plan=naive)
         timings.append(time.perf_counter() - start)
     assert len(_shapes(fig, "ship:")) == 59
-    assert len(fig.data) <= 8  # one hover trace per kind plus the legend, never one trace per ship
+    assert len(fig.data) <= 20  # one trace per layer plus the legend, never one trace per ship
     assert min(timings) < 0.5, f"59-ship chart took {min(timings):.3f} s"
+
+
+def _trace(fig: go.Figure, name: str) -> go.Scatter | None:
+    return next((t for t in fig.data if t.name == name), None)
+
+
+def test_a_moved_ship_leaves_an_outline_where_it_was_published_and_an_arrow(pack) -> None:
+    task = pack.get(BUSY)
+    ship = task["ships"][12]
+    plan = _optimal(task)
+    plan[12].update(berth_hour=ship["planned_hour"] + 30, section=ship["planned_section"])
+    for entry in plan:  # every other ship exactly where it was published
+        other = task["ships"][entry["ship"]]
+        if entry["ship"] != 12 and other["planned_section"] is not None:
+            entry.update(berth_hour=other["planned_hour"], section=other["planned_section"])
+    fig = berth_chart(task, plan)
+    outlines, arrows = _trace(fig, "published position"), _trace(fig, "moved from it")
+    moved = {e["ship"] for e in plan if task["ships"][e["ship"]]["planned_section"] is not None
+             and (e["berth_hour"], e["section"]) != (task["ships"][e["ship"]]["planned_hour"],
+                                                      task["ships"][e["ship"]]["planned_section"])}
+    assert 12 in moved
+    assert list(outlines.x).count(None) == len(moved)  # one closed outline per moved ship
+    assert outlines.x[0] == ship["planned_hour"] and outlines.y[0] == ship["planned_section"] - 0.5
+    assert arrows.marker.symbol == "arrow" and list(arrows.x).count(None) == len(moved)
+    assert arrows.x[0] < arrows.x[1]  # from the published place to the later one
+    assert berth_chart(task, plan, published=False) and _trace(berth_chart(task, plan, published=False),
+                                                                "published position") is None
+
+
+def test_late_priority_and_emergency_ships_carry_a_mark(pack) -> None:
+    task = copy.deepcopy(pack.get(BUSY))
+    task["ships"][2]["weight"] = 3
+    task["ships"][4]["berth_deadline"] = 10
+    plan = _optimal(task)
+    plan[5].update(berth_hour=plan[5]["berth_hour"] + 200)  # far past its due hour
+    fig = berth_chart(task, plan)
+    late, priority, emergency = _trace(fig, "late"), _trace(fig, "priority ship"), _trace(fig, "emergency ship")
+    assert any("ship 5 departs" in text for text in late.hovertext)
+    assert [text.startswith("ship 2: priority") for text in priority.hovertext] == [True]
+    assert "ship 4: emergency, berth by h10" in emergency.hovertext[0]
+    clean = berth_chart(pack.get(BUSY), _optimal(pack.get(BUSY)))
+    assert _trace(clean, "emergency ship") is None
+
+
+def test_the_crane_panel_counts_cranes_in_use_and_flags_the_hours_over_the_limit(pack) -> None:
+    task = pack.get(BUSY)
+    plan = _optimal(task)
+    fig = berth_chart(task, plan)
+    result = check(task, parse_plan(task, plan).entries)
+    use = list(_trace(fig, "cranes in use").y)
+    hour = result.ships[0].berth_hour
+    expected = sum(sr.cranes for sr in result.ships.values() if sr.berth_hour <= hour < sr.finish) + sum(
+        b.get("cranes", 0) for b in task["blocks"] if b["kind"] == "alongside" and b["start"] <= hour < b["end"])
+    assert use[hour] == expected
+    assert _trace(fig, "more cranes than available") is None
+    crowded = [dict(e, berth_hour=40, cranes=task["ships"][e["ship"]]["max_cranes"]) for e in plan]
+    over = _trace(berth_chart(task, crowded), "more cranes than available")
+    assert over is not None and 40 in list(over.x)
+    assert len(berth_chart(task, plan, cranes=False).data) < len(fig.data)
+
+
+def test_labels_fit_their_boxes() -> None:
+    from viewer.chart_layers import ship_label
+
+    ship = {"id": 12, "name": "CMA CGM ALEXANDER VON HUMBOLDT"}
+    wide = ship_label(ship, 40, 6, 5.0, 16.0)                           # 200 px: as much of the name as fits
+    assert wide.startswith("12 CMA CGM ALEX") and wide.endswith("…") and len(wide) * 6.2 <= 200
+    assert ship_label({"id": 3, "name": "STEEN"}, 40, 6, 5.0, 16.0) == "3 STEEN"
+    assert ship_label(ship, 4, 6, 5.0, 16.0) == "12"                      # 20 px: the id alone
+    assert ship_label(ship, 2, 6, 5.0, 16.0) == ""                        # 10 px: hover only
+    assert ship_label(ship, 40, 0.5, 5.0, 16.0) == ""                     # too thin for a line of text
+    for hours in range(1, 80):
+        label = ship_label(ship, hours, 4, 5.0, 16.0)
+        assert len(label) * 6.2 <= hours * 5.0 or label == ""
+
+
+def test_the_preview_draws_the_published_plan_with_what_the_disruptions_broke(pack) -> None:
+    from berth_env.baselines import published_plan
+    from viewer.chart import preview_chart
+
+    task = pack.get(STORM)
+    result = check(task, parse_plan(task, published_plan(task)).entries)
+    fig = preview_chart(task)
+    red = {int(n.split(":")[1]) for n, s in _shapes(fig, "ship:").items() if s["line"]["color"] == VIOLATION_LINE}
+    assert red == {v["ship"] for v in result.violations} and red
+    assert fig.layout.title.text.startswith("The published plan, before any fix · infeasible")
