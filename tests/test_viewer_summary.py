@@ -6,7 +6,8 @@ import pytest
 
 from agent import events as ev
 from berth_env import grade, load_pack, naive_plan
-from viewer.summary import code_block, escape_md, gap_closed, grade_panel, status_line, usage_summary
+from viewer.markdown import code_block, escape_md
+from viewer.summary import gap_closed, grade_panel, status_line, usage_summary
 
 TASK_ID = "dock-24B-w06x1-busy-0"
 

@@ -28,8 +28,9 @@ from rollouts.schema import TIERS
 from rollouts.sources import SourceError
 from viewer.chart import berth_chart, side_by_side
 from viewer.context import AppContext
+from viewer.markdown import escape_cell, fmt_num
 from viewer.replay import record_messages
-from viewer.summary import escape_cell, fmt_num, grade_panel, usage_summary
+from viewer.summary import grade_panel, usage_summary
 
 TICK_S = 4.0        # how often an open page looks for new rows (a stat of the local index files)
 RECORD_CACHE = 16   # records kept in memory: opening, comparing and the slider reuse them

@@ -24,16 +24,8 @@ from typing import Any, NamedTuple
 
 from gradio import ChatMessage
 
-from viewer.summary import (
-    code_block,
-    compact_json,
-    escape_cell,
-    escape_md,
-    fmt_num,
-    grade_lines,
-    shorten,
-    violation_lines,
-)
+from viewer.markdown import code_block, compact_json, escape_cell, escape_md, fmt_num, shorten
+from viewer.summary import grade_lines, violation_lines
 
 Event = Mapping[str, Any]
 
