@@ -1,0 +1,52 @@
+"""Small helpers every Gradio section uses to wire its top-level handlers to its components.
+
+Handlers are plain module-level functions whose first parameter is the section (its components and the app's
+context) and whose other parameters are the event's inputs. `bind(handler, section)` fixes that first parameter
+and keeps the rest of the signature and its type hints visible: Gradio reads them to inject `gr.Request`,
+`gr.EventData` or an OAuth token, and `functools.partial` would hide them.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import gradio as gr
+
+
+def bind(handler: Callable[..., Any], *fixed: Any) -> Callable[..., Any]:
+    """`handler` with its first `len(fixed)` parameters fixed; same kind (function, generator, async...)."""
+    signature = inspect.signature(handler)
+    rest = list(signature.parameters.values())[len(fixed):]
+    if inspect.isasyncgenfunction(handler):
+        async def bound(*args: Any, **kwargs: Any) -> Any:
+            async for item in handler(*fixed, *args, **kwargs):
+                yield item
+    elif inspect.iscoroutinefunction(handler):
+        async def bound(*args: Any, **kwargs: Any) -> Any:
+            return await handler(*fixed, *args, **kwargs)
+    elif inspect.isgeneratorfunction(handler):
+        def bound(*args: Any, **kwargs: Any) -> Any:
+            yield from handler(*fixed, *args, **kwargs)
+    else:
+        def bound(*args: Any, **kwargs: Any) -> Any:
+            return handler(*fixed, *args, **kwargs)
+    # __wrapped__ lets typing.get_type_hints resolve the handler's string annotations in its own module.
+    functools.update_wrapper(bound, handler)
+    bound.__signature__ = signature.replace(parameters=rest)  # type: ignore[attr-defined]
+    return bound
+
+
+def base_url(request: gr.Request | None) -> str | None:
+    """The URL the visitor reached this app at (for links built off a Space), or None."""
+    try:
+        return str(request.request.base_url) if request is not None and request.request is not None else None
+    except AttributeError:
+        return None
+
+
+def skip(count: int) -> tuple:
+    """`count` outputs left as they are."""
+    return tuple(gr.skip() for _ in range(count))
