@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 from rollouts.leaderboard import leaderboard
 from rollouts.query import PAGE_SIZE, SOURCES, Filters, filter_mask, page_of, sort_rows
 from rollouts.schema import COLUMNS, valid_episode_id
+from rollouts.search import TranscriptIndex
 from rollouts.sources import Loaded, SourceError
 from rollouts.sources.hub import HubSource
 from rollouts.sources.local import LocalSource
@@ -138,6 +139,8 @@ class BrowseIndex:
         self._remote_done = threading.Event()
         self._remote_done.set()
         self._boards: OrderedDict[tuple, pd.DataFrame] = OrderedDict()
+        self.transcripts = TranscriptIndex()
+        self._reader: threading.Thread | None = None
 
     @classmethod
     def from_settings(cls, rollout_dir: Any, *, dataset: str | None = None, public_rollouts: str | None = None,
@@ -170,8 +173,31 @@ class BrowseIndex:
             if loaded.changed or "local" not in self._tables:
                 self._tables["local"] = loaded.table
                 self._rebuild()
+                self._read_transcripts()
                 return True
             return False
+
+    def _read_transcripts(self) -> None:
+        """Index the words of local records not indexed yet, in the background (the rows answer meanwhile)."""
+        if self._reader is not None and self._reader.is_alive():
+            return
+        table = self._tables.get("local")
+        if table is None or not table.num_rows:
+            return
+        wanted = [(e, p) for e, p in zip(table.column("episode_id").to_pylist(), table.column("path").to_pylist(),
+                                         strict=True) if e not in self.transcripts]
+        if not wanted:
+            return
+
+        def read() -> None:
+            for episode_id, path in wanted:
+                try:
+                    self.transcripts.add(episode_id, self.local.record({"episode_id": episode_id, "path": path}))
+                except SourceError:
+                    continue  # a record that cannot be read is reported when someone opens it
+
+        self._reader = threading.Thread(target=read, name="browse-transcripts", daemon=True)
+        self._reader.start()
 
     def start_remote(self) -> bool:
         """Load the Hub sources in the background (unless a load is running); False when there are none."""
@@ -247,19 +273,20 @@ class BrowseIndex:
               size: int = PAGE_SIZE) -> tuple[pd.DataFrame, int, int, int]:
         """(the page's rows, how many rows match, the page number used, the number of pages)."""
         frame = self.frame
-        matched = frame[filter_mask(frame, filters)]
+        matched = frame[filter_mask(frame, filters, self.transcripts)]
         rows, page, pages = page_of(sort_rows(matched, sort, descending), page, size)
         return rows, len(matched), page, pages
 
     def board(self, filters: Filters, *, same_tasks: bool = False) -> pd.DataFrame:
         """The leaderboard over the filtered rows (remembered per filter set until the rows change)."""
         frame = self.frame
-        key = (self.version, filters.key(), same_tasks)
+        # A search's answer grows as transcripts are read, so their count is part of its key.
+        key = (self.version, filters.key(), same_tasks, len(self.transcripts) if filters.search else 0)
         with self._lock:
             cached = self._boards.get(key)
         if cached is not None:
             return cached
-        matched = frame[filter_mask(frame, filters)]
+        matched = frame[filter_mask(frame, filters, self.transcripts)]
         matched = matched.assign(model=matched["model"].astype("str"), task_id=matched["task_id"].astype("str"),
                                  difficulty=matched["difficulty"].astype("str"))
         board = leaderboard(matched, same_tasks=same_tasks)
@@ -306,6 +333,11 @@ class BrowseIndex:
         return self._fetch(row), row
 
     def _fetch(self, row: dict) -> dict:
+        record = self._fetch_from_source(row)
+        self.transcripts.add(str(row.get("episode_id")), record)
+        return record
+
+    def _fetch_from_source(self, row: dict) -> dict:
         source = str(row.get("source") or "local")
         if "local" in source.split("+"):
             try:

@@ -16,12 +16,14 @@ import numpy as np
 import pandas as pd
 
 from rollouts.schema import TIERS
+from rollouts.search import TranscriptIndex
 
 SOURCES = ("local", "hub", "upstream")
 SOURCE_LABELS = ("local", "local+hub", "hub", "upstream")
 SORTABLE = {"started": "newest", "reward": "reward", "cost": "cost", "turns": "turns", "checks": "checks",
             "tokens": "tokens", "seconds": "seconds", "model": "model", "task_id": "task"}
 PAGE_SIZE = 50
+SEARCH_MAX_CHARS = 200
 
 
 # -- filters ---------------------------------------------------------------------------------------------------
@@ -42,12 +44,13 @@ class Filters:
     date_from: str | None = None   # YYYY-MM-DD, inclusive
     date_to: str | None = None     # YYYY-MM-DD, inclusive
     sources: tuple[str, ...] = ()
+    search: str = ""  # the search box: words that must each match an id prefix, model, task, run or transcript
     problems: tuple[str, ...] = field(default=(), compare=False)  # inputs that were not understood
 
     @classmethod
     def parse(cls, *, models: Any = (), tasks: Any = (), tiers: Any = (), quays: Any = (), reward_min: Any = None,
               reward_max: Any = None, submitted: Any = "any", feasible: Any = "any", date_from: Any = "",
-              date_to: Any = "", sources: Any = ()) -> Filters:
+              date_to: Any = "", sources: Any = (), search: Any = "") -> Filters:
         """Filters from form or API values (lists or comma-separated text); a value that cannot be understood is
         left out and named in `problems`, so the rest of the filters still apply."""
         problems: list[str] = []
@@ -69,7 +72,8 @@ class Filters:
         return cls(models=_names(models), tasks=_names(tasks), tiers=tuple(t for t in chosen_tiers if t in TIERS),
                    quays=_names(quays), reward_min=low, reward_max=high, submitted=_yes_no(submitted),
                    feasible=_yes_no(feasible), date_from=start, date_to=end,
-                   sources=tuple(s for s in chosen_sources if s in SOURCES), problems=tuple(problems))
+                   sources=tuple(s for s in chosen_sources if s in SOURCES),
+                   search=" ".join(str(search or "").split())[:SEARCH_MAX_CHARS], problems=tuple(problems))
 
     def key(self) -> tuple:
         return tuple(getattr(self, f.name) for f in fields(self) if f.name != "problems")
@@ -119,9 +123,9 @@ def _yes_no(value: Any) -> bool | None:
     return True if text in ("yes", "true", "1") else False if text in ("no", "false", "0") else None
 
 
-def filter_mask(frame: pd.DataFrame, filters: Filters) -> np.ndarray:
-    """A boolean mask of the rows that pass every filter (vectorised: a few ms at 100k rows)."""
-    mask = np.ones(len(frame), dtype=bool)
+def filter_mask(frame: pd.DataFrame, filters: Filters, transcripts: TranscriptIndex | None = None) -> np.ndarray:
+    """A boolean mask of the rows that pass every filter and the search (vectorised: a few ms at 100k rows)."""
+    mask = search_mask(frame, filters.search, transcripts) if filters.search else np.ones(len(frame), dtype=bool)
     for column, chosen in (("model", filters.models), ("task_id", filters.tasks), ("difficulty", filters.tiers),
                            ("quay", filters.quays)):
         if chosen:
@@ -146,6 +150,31 @@ def filter_mask(frame: pd.DataFrame, filters: Filters) -> np.ndarray:
         labels = [label for label in SOURCE_LABELS if set(label.split("+")) & set(filters.sources)]
         mask &= frame["source"].isin(labels).to_numpy()
     return mask
+
+
+def search_mask(frame: pd.DataFrame, text: str, transcripts: TranscriptIndex | None = None) -> np.ndarray:
+    """Rows where every word of `text` matches: an episode-id prefix, part of the model, task id or run name
+    (case-insensitive), or a word of the transcript (when the record is at hand)."""
+    mask = np.ones(len(frame), dtype=bool)
+    for term in text.lower().split():
+        hit = frame["episode_id"].astype("str").str.lower().str.startswith(term).to_numpy(dtype=bool, copy=True)
+        for column in ("model", "task_id", "run"):
+            hit |= _category_contains(frame[column], term)
+        if transcripts is not None and len(transcripts):
+            said = transcripts.matching(term)
+            if said:
+                hit |= frame["episode_id"].isin(said).to_numpy()
+        mask &= hit
+    return mask
+
+
+def _category_contains(column: pd.Series, term: str) -> np.ndarray:
+    """Substring match on a categorical column: tested once per distinct value, not once per row."""
+    if not isinstance(column.dtype, pd.CategoricalDtype):
+        return column.astype("str").str.lower().str.contains(term, regex=False).to_numpy()
+    categories = column.cat.categories.astype("str").str.lower()
+    wanted = np.flatnonzero(categories.str.contains(term, regex=False))
+    return np.isin(column.cat.codes.to_numpy(), wanted)
 
 
 def sort_rows(frame: pd.DataFrame, by: str = "started", descending: bool = True) -> pd.DataFrame:

@@ -248,3 +248,36 @@ def test_query_is_fast_at_100k_rows():
     # Generous bounds for a busy 2-core machine; bench/browse_bench.py measures the real figures.
     assert built < 3.0 and queried < 0.5, (built, queried)
     assert frame.memory_usage(deep=True).sum() < 60e6
+
+
+def test_search_matches_id_prefixes_models_tasks_runs_and_every_word(frame, records):
+    record = records[7]
+    by_id = frame[filter_mask(frame, Filters.parse(search=record["episode_id"][:6]))]
+    assert record["episode_id"] in set(by_id["episode_id"])
+    assert all(e.startswith(record["episode_id"][:6]) for e in by_id["episode_id"])
+    model_part = record["model"].split(":")[1][:8].upper()  # case does not matter
+    hits = frame[filter_mask(frame, Filters.parse(search=model_part))]
+    assert len(hits) and all(model_part.lower() in m.lower() or model_part.lower() in t.lower()
+                             for m, t in zip(hits["model"], hits["task_id"], strict=True))
+    both = frame[filter_mask(frame, Filters.parse(search=f"{record['task_id']} {model_part}"))]
+    assert record["episode_id"] in set(both["episode_id"])
+    assert set(both["task_id"]) == {record["task_id"]}  # every word must match
+    assert not filter_mask(frame, Filters.parse(search="no-such-thing-anywhere")).any()
+
+
+def test_search_finds_words_the_model_wrote_once_the_records_are_read(tmp_path):
+    store = RolloutStore(tmp_path, writer_id="w1")
+    quiet, chatty = make_records(2, seed=77)
+    chatty["messages"].append({"role": "assistant", "content": "The gantry outage forces ship 7 later.",
+                               "reasoning": "", "stop": "end_turn", "tool_calls": []})
+    for record in (quiet, chatty):
+        store.save(record)
+    index = BrowseIndex(LocalSource(tmp_path))
+    index.refresh_local(force=True)
+    deadline = time.monotonic() + 10
+    while len(index.transcripts) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    rows, total, _, _ = index.query(Filters.parse(search="gantr"))  # a word's prefix is enough
+    assert total == 1 and list(rows["episode_id"]) == [chatty["episode_id"]]
+    rows, total, _, _ = index.query(Filters.parse(search="GANTRY outage"))
+    assert total == 1
