@@ -85,7 +85,6 @@ def build_app(ctx: AppContext | None = None) -> gr.Blocks:
             return ctx.registry.stop((episode_id or "").strip())
 
         gr.api(stop, api_name="stop")
-    demo.arena = ctx  # type: ignore[attr-defined]  # tests and the launcher reach the store through it
     return demo
 
 
@@ -104,8 +103,7 @@ if __name__ == "__main__":
 
         embedded_url()
     demo = build_app()
-    from agent.providers.registry import settle
-    from agent.spec import parse_spec
+    from agent.providers.registry import preload_and_freeze
 
-    settle([parse_spec(spec) for spec in ("anthropic:m", "openai:m", "hf:m", "baseline:greedy")])
+    preload_and_freeze()
     launch(demo)

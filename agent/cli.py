@@ -14,15 +14,23 @@ import sys
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from pathlib import Path
+from typing import Any
 
 from tqdm import tqdm
 
 from agent.loop import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, DEFAULT_WALL_CLOCK_S, run_episode
-from agent.providers.registry import settle
-from agent.spec import SpecError, parse_spec
+from agent.providers.registry import parse_spec, preload_and_freeze
+from agent.spec import SpecError
+from agent.task_api import TaskAPI, TaskAPIError
+from berth_env import load_pack
+from berth_env.embedded import embedded_url
+from rollouts.layout import default_rollout_dir
+from rollouts.leaderboard import board_markdown, leaderboard
+from rollouts.store import RolloutStore
 
 # A rollout that ended like this is worth another try when the run is resumed.
 RERUN_END_REASONS = ("error", "wall_clock", "stopped")
+TASK_API_TIMEOUT_S = 30.0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -36,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument("--split", help="every task of a split (e.g. eval)")
     run.add_argument("--limit", type=int, help="only the first N tasks of the split")
     run.add_argument("--env-url", help="a PortSimEnv v1 server; default: start the embedded one")
-    run.add_argument("--out", type=Path, help="rollout folder (default: ROLLOUT_DIR or ./rollouts)")
+    run.add_argument("--out", type=Path, help="rollout folder (default: ROLLOUT_DIR or ./data/rollouts)")
     run.add_argument("--run", default="default", help="run name; resuming uses it (default: %(default)s)")
     run.add_argument("--dataset", help="Hub dataset repo to push to (needs HF_TOKEN)")
     run.add_argument("--concurrency", type=int, default=4, help="episodes in flight per model (default: 4)")
@@ -57,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
             # through datasets.load_dataset.
             raise ValueError(f"run name {args.run!r} looks like a date; add a word, e.g. 'board-{args.run}'")
         task_ids = _task_ids(args)
-    except (SpecError, KeyError, ValueError) as exc:
+    except (SpecError, KeyError, ValueError, TaskAPIError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return run_batch(args, task_ids)
@@ -67,44 +75,43 @@ def _task_ids(args: argparse.Namespace) -> list[str]:
     if args.task:
         return list(dict.fromkeys(args.task))
     if args.env_url:
-        tasks = _remote_split(args.env_url, args.split)
+        with TaskAPI(args.env_url, timeout_s=TASK_API_TIMEOUT_S) as api:
+            tasks = [t["task_id"] for t in api.tasks(args.split)]
     else:
-        from berth_env import load_pack
-
         tasks = [t["task_id"] for t in load_pack().split(args.split)]
     if not tasks:
         raise ValueError(f"split {args.split!r} has no tasks")
     return tasks[: args.limit] if args.limit else tasks
 
 
-def _remote_split(url: str, split: str) -> list[str]:
-    """Task ids of a split from a remote server's Task API."""
-    import httpx
-
-    from agent.session import http_url
-
-    response = httpx.post(f"{http_url(url)}/berth_planning/tasks", json={"split": split}, timeout=30)
-    response.raise_for_status()
-    return [t["task_id"] for t in response.json().get("tasks", [])]
-
-
 def run_batch(args: argparse.Namespace, task_ids: list[str]) -> int:
-    from rollouts.leaderboard import board_markdown, leaderboard
-    from rollouts.store import RolloutStore
-
-    root = args.out or Path(os.environ.get("ROLLOUT_DIR") or "rollouts")
+    """Play every (model, task) the folder does not hold yet, save each rollout, then write the run's board."""
+    root = args.out or default_rollout_dir()
     token = os.environ.get("HF_TOKEN") if args.dataset else None
     if args.dataset and not token:
         print("warning: --dataset needs HF_TOKEN to push; saving locally only", file=sys.stderr)
     store = RolloutStore(root, dataset=args.dataset if token else None, token=token)
-    env_url = args.env_url
-    if env_url is None:
-        from berth_env.embedded import embedded_url
-
+    if args.env_url is None:
         embedded_url()  # start it once, before the pools race to
-    settle([parse_spec(m) for m in args.model])
+    preload_and_freeze()
+    jobs, kept = _plan_jobs(args, task_ids, store)
+    print(f"{len(task_ids)} tasks x {len(args.model)} models: {len(kept)} already in {root}, {len(jobs)} to play",
+          file=sys.stderr)
+    interrupted = _play_jobs(args, jobs, store)
+    _write_board(args, task_ids, store, root)
+    if args.dataset and token:
+        pushed = store.flush(timeout=600)
+        print("pushed to the Hub" if pushed else f"push incomplete: {store.status()}", file=sys.stderr)
+    store.close()
+    return 130 if interrupted else 0
+
+
+def _plan_jobs(args: argparse.Namespace, task_ids: list[str],
+               store: RolloutStore) -> tuple[list[tuple[str, str]], list[dict]]:
+    """(model, task) pairs to play, task-major so every model has episodes in flight from the start, and the
+    rows already saved for the others (a resumed run skips them unless --force)."""
     jobs, kept = [], []
-    for task_id in task_ids:  # task-major, so every model has episodes in flight from the start
+    for task_id in task_ids:
         for model in args.model:
             done = [r for r in store.find(run=args.run, model=model, task_id=task_id)
                     if not r.get("errors") and r.get("end_reason") not in RERUN_END_REASONS]
@@ -112,13 +119,16 @@ def run_batch(args: argparse.Namespace, task_ids: list[str]) -> int:
                 kept.append(done[-1])
             else:
                 jobs.append((model, task_id))
-    print(f"{len(task_ids)} tasks x {len(args.model)} models: {len(kept)} already in {root}, {len(jobs)} to play",
-          file=sys.stderr)
+    return jobs, kept
+
+
+def _play_jobs(args: argparse.Namespace, jobs: list[tuple[str, str]], store: RolloutStore) -> bool:
+    """Play the jobs, one thread pool per model, with a progress bar; returns whether Ctrl-C stopped them."""
     stop = threading.Event()
     pools = {m: ThreadPoolExecutor(max_workers=max(1, args.concurrency), thread_name_prefix=f"episodes-{i}")
              for i, m in enumerate(args.model)}
-    options = {"env_url": env_url, "max_turns": args.max_turns, "max_tokens": args.max_tokens,
-               "wall_clock_s": args.wall_clock, "stop": stop, "run": args.run, "source": "cli"}
+    options: dict[str, Any] = {"env_url": args.env_url, "max_turns": args.max_turns, "max_tokens": args.max_tokens,
+                               "wall_clock_s": args.wall_clock, "stop": stop, "run": args.run, "source": "cli"}
 
     def play(model: str, task_id: str) -> dict:
         if stop.is_set():
@@ -128,43 +138,48 @@ def run_batch(args: argparse.Namespace, task_ids: list[str]) -> int:
         return record
 
     futures: list[Future] = [pools[m].submit(play, m, t) for m, t in jobs]
-    finished: list[dict] = []
-    interrupted = False
     bar = tqdm(total=len(jobs), unit="episode", file=sys.stderr, dynamic_ncols=True)
     try:
-        for future in as_completed(futures):
-            try:
-                record = future.result()
-            except _Skipped:
-                continue
-            finished.append(record)
-            bar.update(1)
-            bar.set_postfix_str(_running_means(finished))
-            if record.get("errors"):
-                bar.write(f"{record['model']} {record['task_id']}: {record['errors'][0][:160]}")
+        _follow(futures, bar)
     except KeyboardInterrupt:
-        interrupted = True
         bar.write("stopping: episodes in flight end as 'stopped' and are kept; Ctrl-C again to quit at once")
         stop.set()
         for future in futures:
             future.cancel()
+        return True
     finally:
         for pool in pools.values():
             pool.shutdown(wait=True)
         bar.close()
+    return False
+
+
+def _follow(futures: list[Future], bar: tqdm) -> None:
+    """Show each finished episode on the bar: the running mean reward per model, and the first error if any."""
+    finished: list[dict] = []
+    for future in as_completed(futures):
+        try:
+            record = future.result()
+        except _Skipped:
+            continue
+        finished.append(record)
+        bar.update(1)
+        bar.set_postfix_str(_running_means(finished))
+        if record.get("errors"):
+            bar.write(f"{record['model']} {record['task_id']}: {record['errors'][0][:160]}")
+
+
+def _write_board(args: argparse.Namespace, task_ids: list[str], store: RolloutStore, root: Path) -> None:
+    """The run's leaderboard (latest rollout per model and task) to stdout and runs/<run>/board.md."""
+    wanted = set(task_ids)
     rows = [r for r in store.rows() if r.get("run") == args.run and r.get("model") in args.model
-            and r.get("task_id") in set(task_ids)]
+            and r.get("task_id") in wanted]
     board = board_markdown(leaderboard(_latest(rows)))
     board_path = root / "runs" / args.run / "board.md"
     board_path.parent.mkdir(parents=True, exist_ok=True)
     board_path.write_text(board)
     print(board)
     print(f"board: {board_path}", file=sys.stderr)
-    if args.dataset and token:
-        pushed = store.flush(timeout=600)
-        print("pushed to the Hub" if pushed else f"push incomplete: {store.status()}", file=sys.stderr)
-    store.close()
-    return 130 if interrupted else 0
 
 
 class _Skipped(Exception):

@@ -1,22 +1,13 @@
 """The events an episode emits, from the loop to whoever watches it (the live chat, the CLI, a test).
 
-Every event is a plain dict that `json.dumps` can write, with a `type` and the fields below. The loop stamps two
-more fields on each one as it leaves: `seq` (0, 1, 2, ... within the episode) and `t` (seconds since the episode
-started, three decimals), so a renderer can show durations and a benchmark can measure latency.
+Every event is a plain dict that `json.dumps` can write, tagged by `type`; the TypedDicts below give each type its
+fields and `validate_event` checks one against them. The constructors build an event without its stamps; the loop
+stamps two more fields on each one as it leaves:
 
-| type | fields |
-|---|---|
-| `episode_started` | `episode_id, task_id, model, env_url, instructions, situation, tools, limits, task` |
-| `turn_started` | `turn` (1-based), `max_turns` |
-| `text_delta` | `turn, text` |
-| `reasoning_delta` | `turn, text` |
-| `tool_args_delta` | `turn, index` (position of the call in the turn), `call_id, name, text` |
-| `tool_call` | `turn, call_id, name, arguments` (raw JSON text), `error` (why it will not reach the server, or null) |
-| `tool_result` | `turn, call_id, name, text` (what the server said), `data` (that text parsed as JSON, or null), `done, reward, metadata`, `step` (the record's step for `check_plan`/`submit_plan`, else null), `local` (true when answered by the loop, not the server) |
-| `turn_finished` | `turn, stop, usage` (this turn: `input_tokens, output_tokens`), `usage_total` |
-| `note` | `turn, kind, text`: a message the loop sends the model or the watcher (`kind` below) |
-| `error` | `turn, message`: a provider or transport failure (the episode ends, the record is kept) |
-| `episode_finished` | `record`: the whole rollout record |
+- `seq`: 0, 1, 2, ... within the episode. Every emitted event has one, replayed ones too (viewer/replay.py).
+- `t`: seconds since the episode started, three decimals, so a renderer can show durations and a benchmark can
+  measure latency. A stored record keeps no timestamps, so events replayed from a record have no `t`: an absent
+  `t` means "not known", never zero.
 
 Note kinds: `nudge` (a turn without a tool call), `cutoff` (the turn ran out of output tokens; the notes and the
 nudge that follow), `last_turn` (submit now), `retry` (a provider asked us to wait and try again),
@@ -25,62 +16,190 @@ nudge that follow), `last_turn` (submit now), `retry` (a provider asked us to wa
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Literal, NotRequired
 
-Event = dict[str, Any]
+import pydantic
+from typing_extensions import TypedDict
 
-NOTE_KINDS = ("nudge", "cutoff", "last_turn", "retry", "provider_switch", "stopped", "wall_clock")
+NoteKind = Literal["nudge", "cutoff", "last_turn", "retry", "provider_switch", "stopped", "wall_clock"]
+NOTE_KINDS: tuple[str, ...] = NoteKind.__args__  # type: ignore[attr-defined]
 
 
-def episode_started(*, episode_id: str, task_id: str, model: str, env_url: str, instructions: str,
-                    situation: str, tools: list[dict], limits: dict, task: dict) -> Event:
+class _Stamped(TypedDict):
+    # Strict and closed: an event that says "3" for a turn, or carries a misspelt field, is refused.
+    __pydantic_config__ = pydantic.ConfigDict(strict=True, extra="forbid")  # type: ignore[misc]
+
+    # Not required by the type only because constructors build events before the loop stamps them;
+    # `validate_event` requires `seq` on every event.
+    seq: NotRequired[int]
+    t: NotRequired[float]  # absent on events replayed from a record
+
+
+class EpisodeStarted(_Stamped):
+    type: Literal["episode_started"]
+    episode_id: str
+    task_id: str
+    model: str
+    env_url: str | None  # `embedded` or the server URL; None when a replayed record does not say
+    instructions: str  # the system prompt (the server's rules text)
+    situation: str
+    tools: list[dict]  # empty when replayed: a record does not keep the tool list
+    limits: dict
+    task: dict  # the record's task summary
+
+
+class TurnStarted(_Stamped):
+    type: Literal["turn_started"]
+    turn: int  # 1-based
+    max_turns: int | None  # None when a replayed record does not say
+
+
+class TextDelta(_Stamped):
+    type: Literal["text_delta"]
+    turn: int
+    text: str
+
+
+class ReasoningDelta(_Stamped):
+    type: Literal["reasoning_delta"]
+    turn: int
+    text: str
+
+
+class ToolArgsDelta(_Stamped):
+    type: Literal["tool_args_delta"]
+    turn: int
+    index: int  # the position of the call in its turn
+    call_id: str
+    name: str
+    text: str  # a piece of the streamed arguments
+
+
+class ToolCallEvent(_Stamped):
+    type: Literal["tool_call"]
+    turn: int
+    call_id: str
+    name: str
+    arguments: str  # the raw JSON text the model wrote
+    error: str | None  # why the call will not reach the server, or None
+
+
+class ToolResult(_Stamped):
+    type: Literal["tool_result"]
+    turn: int
+    call_id: str
+    name: str
+    text: str  # what the server (or the loop) answered
+    data: Any  # that text parsed as JSON, or None
+    done: bool
+    reward: float | None
+    metadata: dict
+    step: dict | None  # the record's step for check_plan / submit_plan, else None
+    local: bool  # answered by the loop, not the server
+
+
+class TurnFinished(_Stamped):
+    type: Literal["turn_finished"]
+    turn: int
+    stop: str  # the provider's stop reason, as it said it ("" when it said none)
+    usage: dict  # this turn's input_tokens, output_tokens (empty when replayed)
+    usage_total: dict
+
+
+class Note(_Stamped):
+    type: Literal["note"]
+    turn: int
+    kind: NoteKind
+    text: str
+
+
+class Error(_Stamped):
+    type: Literal["error"]
+    turn: int
+    message: str  # a provider or transport failure; the episode ends and its record is kept
+
+
+class EpisodeFinished(_Stamped):
+    type: Literal["episode_finished"]
+    record: dict  # the whole rollout record (rollouts.schema validates it on its own)
+
+
+Event = (EpisodeStarted | TurnStarted | TextDelta | ReasoningDelta | ToolArgsDelta | ToolCallEvent | ToolResult
+         | TurnFinished | Note | Error | EpisodeFinished)
+_EVENT: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(Annotated[Event, pydantic.Field(discriminator="type")])
+
+
+class EventError(ValueError):
+    """An event that does not follow its type; the message names the field."""
+
+
+def validate_event(event: Any) -> None:
+    """Raise EventError naming the field (`tool_result.reward: ...`) unless `event` is a sound, stamped event."""
+    if not isinstance(event, dict):
+        raise EventError(f"an event is a dict, not {type(event).__name__}")
+    try:
+        _EVENT.validate_python(event)
+    except pydantic.ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "event"
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise EventError(f"{where}: {first['msg']}{more}") from None
+    if "seq" not in event:
+        raise EventError(f"{event['type']}.seq: every emitted event carries its sequence number")
+
+
+# -- constructors (the loop and the replay build every event through these) --------------------------------------
+
+def episode_started(*, episode_id: str, task_id: str, model: str, env_url: str | None, instructions: str,
+                    situation: str, tools: list[dict], limits: dict, task: dict) -> EpisodeStarted:
     return {"type": "episode_started", "episode_id": episode_id, "task_id": task_id, "model": model,
             "env_url": env_url, "instructions": instructions, "situation": situation, "tools": tools,
             "limits": limits, "task": task}
 
 
-def turn_started(turn: int, max_turns: int) -> Event:
+def turn_started(turn: int, max_turns: int | None) -> TurnStarted:
     return {"type": "turn_started", "turn": turn, "max_turns": max_turns}
 
 
-def text_delta(turn: int, text: str) -> Event:
+def text_delta(turn: int, text: str) -> TextDelta:
     return {"type": "text_delta", "turn": turn, "text": text}
 
 
-def reasoning_delta(turn: int, text: str) -> Event:
+def reasoning_delta(turn: int, text: str) -> ReasoningDelta:
     return {"type": "reasoning_delta", "turn": turn, "text": text}
 
 
-def tool_args_delta(turn: int, index: int, call_id: str, name: str, text: str) -> Event:
+def tool_args_delta(turn: int, index: int, call_id: str, name: str, text: str) -> ToolArgsDelta:
     return {"type": "tool_args_delta", "turn": turn, "index": index, "call_id": call_id, "name": name,
             "text": text}
 
 
-def tool_call(turn: int, call_id: str, name: str, arguments: str, error: str | None = None) -> Event:
+def tool_call(turn: int, call_id: str, name: str, arguments: str, error: str | None = None) -> ToolCallEvent:
     return {"type": "tool_call", "turn": turn, "call_id": call_id, "name": name, "arguments": arguments,
             "error": error}
 
 
 def tool_result(turn: int, call_id: str, name: str, text: str, *, data: Any = None, done: bool = False,
                 reward: float | None = None, metadata: dict | None = None, step: dict | None = None,
-                local: bool = False) -> Event:
+                local: bool = False) -> ToolResult:
     return {"type": "tool_result", "turn": turn, "call_id": call_id, "name": name, "text": text, "data": data,
             "done": done, "reward": reward, "metadata": metadata or {}, "step": step, "local": local}
 
 
-def turn_finished(turn: int, stop: str, usage: dict, usage_total: dict) -> Event:
+def turn_finished(turn: int, stop: str, usage: dict, usage_total: dict) -> TurnFinished:
     return {"type": "turn_finished", "turn": turn, "stop": stop, "usage": dict(usage),
             "usage_total": dict(usage_total)}
 
 
-def note(turn: int, kind: str, text: str) -> Event:
-    assert kind in NOTE_KINDS, kind
+def note(turn: int, kind: NoteKind, text: str) -> Note:
+    if kind not in NOTE_KINDS:
+        raise ValueError(f"unknown note kind {kind!r}: one of {', '.join(NOTE_KINDS)}")
     return {"type": "note", "turn": turn, "kind": kind, "text": text}
 
 
-def error(turn: int, message: str) -> Event:
+def error(turn: int, message: str) -> Error:
     return {"type": "error", "turn": turn, "message": message}
 
 
-def episode_finished(record: dict) -> Event:
+def episode_finished(record: dict) -> EpisodeFinished:
     return {"type": "episode_finished", "record": record}

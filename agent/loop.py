@@ -12,29 +12,24 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from agent import events as ev
-from agent.providers.base import NOTES_CHARS, Interrupt, Interrupted, ModelTurn, Provider, ToolCall, scrub
-from agent.providers.registry import check_endpoint, make_provider, resolve_key
+from agent.interrupt import Interrupt, Interrupted
+from agent.notes import CUTOFF_NOTES, CUTOFF_NUDGE, LAST_TURN, NUDGE, OPENING
+from agent.providers.base import NOTES_CHARS, ModelAPI, ModelTurn, ToolCall, scrub
+from agent.providers.registry import check_endpoint, make_provider, parse_spec, resolve_key
 from agent.record import new_record, parse_json, plan_value, task_summary
 from agent.session import EnvSession
-from agent.spec import parse_spec
+from agent.tasks import task_for
 from rollouts.schema import new_episode_id, valid_episode_id
 
 DEFAULT_MAX_TURNS = 12
 DEFAULT_MAX_TOKENS = 24000
 DEFAULT_WALL_CLOCK_S = 1800.0
 PLAN_TOOLS = ("check_plan", "submit_plan")
-
-OPENING = ("{situation}\n\nMake the new berth plan for every ship in the table. Test drafts with check_plan, "
-           "then send your final plan with submit_plan.")
-LAST_TURN = "This is your last turn. Call submit_plan now with the best plan you have."
-NUDGE = ("You did not call a tool. A plan only counts when it goes through the tools: call check_plan to test a "
-         "draft, or submit_plan to hand in your final plan.")
-CUTOFF_NUDGE = ("Your last turn ran out of output tokens before it called a tool; your notes from it are above. "
-                "Keep your reasoning short now and call check_plan with your current draft, or submit_plan.")
 EPISODE_OVER = '{"error": "the episode is over"}'
 
 
@@ -56,6 +51,20 @@ class _Emitter:
         return event
 
 
+@dataclass
+class _Episode:
+    """One episode as the loop plays it: its record, where its events go, and what may end it."""
+
+    record: dict
+    emit: _Emitter
+    interrupt: Interrupt
+    secrets: list[str]  # keys to scrub from every error text
+    max_turns: int
+    session: EnvSession | None = None
+    provider: ModelAPI | None = None
+    turn: int = 0  # the turn being played; 0 before the first
+
+
 def stream_episode(model: str, task_id: str, *, env_url: str | None = None,
                    max_turns: int = DEFAULT_MAX_TURNS, max_tokens: int = DEFAULT_MAX_TOKENS,
                    wall_clock_s: float = DEFAULT_WALL_CLOCK_S, keys: dict[str, str] | None = None,
@@ -69,90 +78,112 @@ def stream_episode(model: str, task_id: str, *, env_url: str | None = None,
     `baseline_pace_s` slows a baseline player to a readable pace (seconds per word) for people watching live.
     """
     started_wall, started = time.time(), time.monotonic()
-    emit = _Emitter(started)
-    episode_id = episode_id or new_episode_id()
     limits = {"max_turns": max_turns, "max_tokens": max_tokens, "wall_clock_s": wall_clock_s}
-    record = new_record(episode_id=episode_id, model=model, task_id=task_id,
+    record = new_record(episode_id=episode_id or new_episode_id(), model=model, task_id=task_id,
                         env_url=env_url or "embedded", limits=limits, started=started_wall, run=run, source=source)
-    secrets = [v for v in (keys or {}).values() if v]
-    interrupt = Interrupt(stop, wall_clock_s)
-    session: EnvSession | None = None
-    provider: Provider | None = None
-    turn = 0
-    record["task"] = task_summary(task_id, {}, _known_task(task_id))
+    record["task"] = task_summary(task_id, {}, task_for(task_id))
+    episode = _Episode(record, _Emitter(started), Interrupt(stop, wall_clock_s),
+                       [v for v in (keys or {}).values() if v], max_turns)
     try:
-        if not valid_episode_id(episode_id):
-            raise ValueError(f"episode id {episode_id!r} must be 1-64 letters, digits, '-' or '_'")
-        spec = parse_spec(model)
-        key = resolve_key(spec, keys)
-        if key and key not in secrets:
-            secrets.append(key)
-        check_endpoint(spec)
-        session = EnvSession(env_url or _embedded_url())
-        metadata = session.reset(task_id, episode_id)
-        tools = session.tools()
-        record["task"] = task_summary(task_id, metadata, _known_task(task_id))
-        system = metadata["instructions"]
-        opening = OPENING.format(situation=metadata["situation"])
-        record["messages"] += [{"role": "system", "content": system}, {"role": "user", "content": opening}]
-        yield emit(ev.episode_started(episode_id=episode_id, task_id=task_id, model=model,
-                                      env_url=record["env_url"], instructions=system,
-                                      situation=metadata["situation"], tools=tools, limits=limits,
-                                      task=record["task"]))
-        provider = make_provider(spec, key=key, system=system, tools=tools, max_tokens=max_tokens,
-                                 task_id=task_id, max_turns=max_turns, retry_base_s=retry_base_s,
-                                 baseline_pace_s=baseline_pace_s)
-        provider.add_user(opening)
-        empty_turns = 0
-        for turn in range(1, max_turns + 1):
-            interrupt.check()
-            last = turn == max_turns
-            yield emit(ev.turn_started(turn, max_turns))
-            if last:
-                provider.add_user(LAST_TURN)
-                record["messages"].append({"role": "user", "content": LAST_TURN, "kind": "last_turn"})
-                yield emit(ev.note(turn, "last_turn", LAST_TURN))
-            result = yield from _model_turn(provider, turn, interrupt, emit)
-            record["turns"] = turn
-            for side in ("input_tokens", "output_tokens"):
-                record["usage"][side] += int(result.usage.get(side, 0) or 0)
-            record["messages"].append({"role": "assistant", "content": result.text, "reasoning": result.reasoning,
-                                       "stop": result.stop,
-                                       "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments}
-                                                      for c in result.calls]})
-            yield emit(ev.turn_finished(turn, result.stop, result.usage, record["usage"]))
-            if not result.calls:
-                empty_turns += 1
-                if empty_turns >= 2 or last:
-                    record["end_reason"] = "no_tool_call"
-                    break
-                yield from _nudge(provider, record, result, turn, emit)
-                continue
-            empty_turns = 0
-            done = yield from _play_calls(session, provider, record, result.calls, turn, max_turns, interrupt, emit)
-            if done:
-                break
-        else:
-            record["end_reason"] = "turn_limit"
+        provider = yield from _set_up(episode, env_url, keys, retry_base_s=retry_base_s, pace_s=baseline_pace_s)
+        yield from _play_turns(episode, provider)
     except Interrupted as stopped:
         record["end_reason"] = stopped.reason
         text = ("Stopped by the user." if stopped.reason == "stopped"
                 else f"The episode reached its wall-clock limit of {wall_clock_s:.0f} s.")
-        yield emit(ev.note(turn, stopped.reason, text))
+        yield episode.emit(ev.note(episode.turn, stopped.reason, text))
     except Exception as exc:  # provider, transport or set-up failure: recorded, the rollout kept as it stands
-        message = scrub(f"{type(exc).__name__}: {str(exc)[:800]}", secrets)
+        message = scrub(f"{type(exc).__name__}: {str(exc)[:800]}", episode.secrets)
         record["errors"].append(message)
         record["end_reason"] = record["end_reason"] or "error"
-        yield emit(ev.error(turn, message))
+        yield episode.emit(ev.error(episode.turn, message))
     finally:
-        interrupt.finish()
-        if session is not None:
-            session.close(wait=False)
+        episode.interrupt.finish()
+        if episode.session is not None:
+            episode.session.close(wait=False)
+    yield episode.emit(ev.episode_finished(_finish_record(episode, started)))
+
+
+def _set_up(episode: _Episode, env_url: str | None, keys: dict[str, str] | None, *, retry_base_s: float | None,
+            pace_s: float) -> Generator[ev.Event, None, ModelAPI]:
+    """Check the spec and its key, reset the server, open the chat; returns the provider that plays it."""
+    record = episode.record
+    episode_id, task_id = record["episode_id"], record["task_id"]
+    if not valid_episode_id(episode_id):
+        raise ValueError(f"episode id {episode_id!r} must be 1-64 letters, digits, '-' or '_'")
+    spec = parse_spec(record["model"])
+    key = resolve_key(spec, keys)
+    if key and key not in episode.secrets:
+        episode.secrets.append(key)
+    check_endpoint(spec)
+    episode.session = EnvSession(env_url or _embedded_url())
+    metadata = episode.session.reset(task_id, episode_id)
+    tools = episode.session.tools()
+    record["task"] = task_summary(task_id, metadata, task_for(task_id))
+    system = metadata["instructions"]
+    opening = OPENING.format(situation=metadata["situation"])
+    record["messages"] += [{"role": "system", "content": system}, {"role": "user", "content": opening}]
+    yield episode.emit(ev.episode_started(episode_id=episode_id, task_id=task_id, model=record["model"],
+                                          env_url=record["env_url"], instructions=system,
+                                          situation=metadata["situation"], tools=tools, limits=record["limits"],
+                                          task=record["task"]))
+    provider = make_provider(spec, key=key, system=system, tools=tools, max_tokens=record["limits"]["max_tokens"],
+                             task_id=task_id, max_turns=episode.max_turns, retry_base_s=retry_base_s,
+                             baseline_pace_s=pace_s)
+    episode.provider = provider
+    provider.add_user(opening)
+    return provider
+
+
+def _play_turns(episode: _Episode, provider: ModelAPI) -> Iterator[ev.Event]:
+    """Turn after turn until the episode is done, the turns run out or the model twice calls no tool."""
+    empty_turns = 0
+    for turn in range(1, episode.max_turns + 1):
+        episode.turn = turn
+        result = yield from _take_turn(episode, provider)
+        if not result.calls:
+            empty_turns += 1
+            if empty_turns >= 2 or turn == episode.max_turns:
+                episode.record["end_reason"] = "no_tool_call"
+                return
+            yield from _nudge(provider, episode.record, result, turn, episode.emit)
+            continue
+        empty_turns = 0
+        done = yield from _play_calls(episode, provider, result.calls)
+        if done:
+            return
+    episode.record["end_reason"] = "turn_limit"
+
+
+def _take_turn(episode: _Episode, provider: ModelAPI) -> Generator[ev.Event, None, ModelTurn]:
+    """One model turn: the last-turn reminder when it is due, the streamed turn, and its place in the record."""
+    record, emit, turn = episode.record, episode.emit, episode.turn
+    episode.interrupt.check()
+    yield emit(ev.turn_started(turn, episode.max_turns))
+    if turn == episode.max_turns:
+        provider.add_user(LAST_TURN)
+        record["messages"].append({"role": "user", "content": LAST_TURN, "kind": "last_turn"})
+        yield emit(ev.note(turn, "last_turn", LAST_TURN))
+    result = yield from _model_turn(provider, turn, episode.interrupt, emit)
+    record["turns"] = turn
+    for side in ("input_tokens", "output_tokens"):
+        record["usage"][side] += int(result.usage.get(side, 0) or 0)
+    record["messages"].append({"role": "assistant", "content": result.text, "reasoning": result.reasoning,
+                               "stop": result.stop,
+                               "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments}
+                                              for c in result.calls]})
+    yield emit(ev.turn_finished(turn, result.stop, result.usage, record["usage"]))
+    return result
+
+
+def _finish_record(episode: _Episode, started: float) -> dict:
+    """The record as the episode leaves it: provider switches (scrubbed), the end reason, the wall time."""
+    record, provider = episode.record, episode.provider
     if provider is not None and provider.provider_switches:
-        record["provider_switches"] = [scrub(s, secrets) for s in provider.provider_switches]
+        record["provider_switches"] = [scrub(s, episode.secrets) for s in provider.provider_switches]
     record["end_reason"] = record["end_reason"] or "turn_limit"
     record["seconds"] = round(time.monotonic() - started, 1)
-    yield emit(ev.episode_finished(record))
+    return record
 
 
 def run_episode(model: str, task_id: str, **options: Any) -> dict:
@@ -165,7 +196,8 @@ def run_episode(model: str, task_id: str, **options: Any) -> dict:
     return record
 
 
-def _model_turn(provider: Provider, turn: int, interrupt: Interrupt, emit: _Emitter) -> Iterator[ev.Event]:
+def _model_turn(provider: ModelAPI, turn: int, interrupt: Interrupt,
+                emit: _Emitter) -> Generator[ev.Event, None, ModelTurn]:
     stream = provider.stream_turn(turn, interrupt)
     while True:
         try:
@@ -176,14 +208,13 @@ def _model_turn(provider: Provider, turn: int, interrupt: Interrupt, emit: _Emit
         yield emit(event)
 
 
-def _nudge(provider: Provider, record: dict, result: ModelTurn, turn: int, emit: _Emitter) -> Iterator[ev.Event]:
+def _nudge(provider: ModelAPI, record: dict, result: ModelTurn, turn: int, emit: _Emitter) -> Iterator[ev.Event]:
     """A turn without a tool call: hand back a cut-off turn's notes, then ask for a tool call."""
     if result.cut_off and result.reasoning:
         # A turn cut off mid-thought loses its reasoning; its tail lets the next turn continue, not start over.
         notes = result.reasoning[-NOTES_CHARS:]
         provider.add_notes(notes)
-        record["messages"].append({"role": "user", "content": f"(notes from the cut-off turn)\n{notes}",
-                                   "kind": "cutoff"})
+        record["messages"].append({"role": "user", "content": CUTOFF_NOTES.format(notes=notes), "kind": "cutoff"})
         text, kind = CUTOFF_NUDGE, "cutoff"
     else:
         text, kind = NUDGE, "nudge"
@@ -192,9 +223,9 @@ def _nudge(provider: Provider, record: dict, result: ModelTurn, turn: int, emit:
     yield emit(ev.note(turn, kind, text))
 
 
-def _play_calls(session: EnvSession, provider: Provider, record: dict, calls: list[ToolCall], turn: int,
-                max_turns: int, interrupt: Interrupt, emit: _Emitter) -> Iterator[ev.Event]:
+def _play_calls(episode: _Episode, provider: ModelAPI, calls: list[ToolCall]) -> Generator[ev.Event, None, bool]:
     """Send a turn's tool calls to the server in order; returns whether the episode is done."""
+    record, emit, turn = episode.record, episode.emit, episode.turn
     answered: list[tuple[ToolCall, str]] = []
     done = False
     try:
@@ -208,36 +239,40 @@ def _play_calls(session: EnvSession, provider: Provider, record: dict, calls: li
                 text = EPISODE_OVER if done else _error_json(problem)
                 yield emit(ev.tool_result(turn, call.id, call.name, text, data=parse_json(text), local=True))
             else:
-                interrupt.check()
-                outcome = session.call(call.name, arguments or {})
-                text, data = outcome.text, parse_json(outcome.text)
-                step = None
-                if call.name in PLAN_TOOLS:
-                    result = data if isinstance(data, dict) else {"text": text}
-                    step = {"turn": turn, "tool": call.name, "plan": plan_value((arguments or {}).get("plan")),
-                            "result": result}
-                    record["steps"].append(step)
-                if outcome.done:
-                    done = True
-                    record["reward"] = float(outcome.reward or 0.0)
-                    if call.name == "submit_plan" and not outcome.is_error:
-                        record["final"] = {"submitted": True, "plan": step["plan"] if step else None,
-                                           "grade": outcome.metadata.get("grade"),
-                                           "rubric": outcome.metadata.get("rubric")}
-                        record["end_reason"] = "submitted"
-                    else:
-                        record["end_reason"] = outcome.metadata.get("end_reason") or "server_ended"
-                yield emit(ev.tool_result(turn, call.id, call.name, text, data=data, done=outcome.done,
-                                          reward=outcome.reward, metadata=outcome.metadata, step=step))
+                text, done = yield from _server_call(episode, call, arguments or {})
             record["messages"].append({"role": "tool", "tool_call_id": call.id, "name": call.name,
                                        "content": text})
-            shown = text if done else text + turns_left_suffix(max_turns - turn)
+            shown = text if done else text + turns_left_suffix(episode.max_turns - turn)
             answered.append((call, shown))
     finally:
         # Whatever happened, the calls that were answered go back to the model's history in order.
         if answered:
             provider.add_tool_results(answered)
     return done
+
+
+def _server_call(episode: _Episode, call: ToolCall, arguments: dict) -> Generator[ev.Event, None, tuple[str, bool]]:
+    """One tool call the server answers, kept in the record; returns (the answer, whether the episode is done)."""
+    record, turn = episode.record, episode.turn
+    episode.interrupt.check()
+    outcome = episode.session.call(call.name, arguments)
+    text, data = outcome.text, parse_json(outcome.text)
+    step = None
+    if call.name in PLAN_TOOLS:
+        result = data if isinstance(data, dict) else {"text": text}
+        step = {"turn": turn, "tool": call.name, "plan": plan_value(arguments.get("plan")), "result": result}
+        record["steps"].append(step)
+    if outcome.done:
+        record["reward"] = float(outcome.reward or 0.0)
+        if call.name == "submit_plan" and not outcome.is_error:
+            record["final"] = {"submitted": True, "plan": step["plan"] if step else None,
+                               "grade": outcome.metadata.get("grade"), "rubric": outcome.metadata.get("rubric")}
+            record["end_reason"] = "submitted"
+        else:
+            record["end_reason"] = outcome.metadata.get("end_reason") or "server_ended"
+    yield episode.emit(ev.tool_result(turn, call.id, call.name, text, data=data, done=outcome.done,
+                                      reward=outcome.reward, metadata=outcome.metadata, step=step))
+    return text, outcome.done
 
 
 def _error_json(message: str) -> str:
@@ -248,13 +283,3 @@ def _embedded_url() -> str:
     from berth_env.embedded import embedded_url
 
     return embedded_url()
-
-
-def _known_task(task_id: str) -> dict | None:
-    """The full task from the embedded pack, when it has it (a remote server may serve other tasks)."""
-    try:
-        from berth_env import load_pack
-
-        return load_pack().get(task_id)
-    except (KeyError, ImportError):
-        return None

@@ -1,12 +1,16 @@
-"""The model spec: `provider:model[@effort]`, as in the upstream harness (DESIGN.md "The model spec")."""
+"""The model spec: `provider:model[@effort]`, as in the upstream harness (DESIGN.md "The model spec").
+
+This module holds the grammar only; which providers exist is the registry's business
+(`agent.providers.registry.parse_spec` reads a spec against the registered prefixes).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from rollouts.schema import model_name
 
-PROVIDERS = ("anthropic", "openai", "hf", "vllm", "baseline")
 EFFORTS = ("low", "medium", "high")
 
 
@@ -28,12 +32,15 @@ class ModelSpec:
         return model_name(self.text)
 
 
-def parse_spec(text: str) -> ModelSpec:
-    """Parse `anthropic:claude-x@high`, `openai:gpt-x`, `hf:org/model:prov1|prov2`, `vllm:name`, `baseline:greedy`."""
+def read_spec(text: str, providers: Collection[str]) -> ModelSpec:
+    """Read `anthropic:claude-x@high`, `openai:gpt-x`, `hf:org/model:prov1|prov2`, `vllm:name`, `baseline:greedy`.
+
+    `providers` are the prefixes a spec may start with.
+    """
     spec = (text or "").strip()
     provider, sep, rest = spec.partition(":")
-    if not sep or provider not in PROVIDERS:
-        raise SpecError(f"model spec {text!r} must start with one of {', '.join(p + ':' for p in PROVIDERS)}")
+    if not sep or provider not in providers:
+        raise SpecError(f"model spec {text!r} must start with one of {', '.join(p + ':' for p in providers)}")
     base, at, effort = rest.partition("@")
     if at and effort not in EFFORTS:
         raise SpecError(f"model spec {text!r}: effort must be one of {', '.join('@' + e for e in EFFORTS)}")

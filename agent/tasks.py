@@ -1,4 +1,4 @@
-"""The tasks a user can pick: from the embedded pack, or from a remote server's Task API.
+"""The tasks a user can pick (from the embedded pack, or a remote server's Task API), and the full task for an id.
 
 A choice label carries what matters when choosing a hard planning task: tier, quay, ships and disruption types.
 """
@@ -6,16 +6,19 @@ A choice label carries what matters when choosing a hard planning task: tier, qu
 from __future__ import annotations
 
 import random
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 
-import httpx
+from agent.task_api import TIMEOUT_S, TaskAPI, TaskAPIError, valid_task_id
+from berth_env import load_pack
 
 TIER_ORDER = ("standard", "busy", "storm", "extreme")
 PUBLIC_SERVER = "https://fineenvs-portsimenv.hf.space"
-TASK_API_TIMEOUT_S = 10.0
+REMOTE_TASKS_KEPT = 256
 
 
-class CatalogError(RuntimeError):
+class CatalogError(TaskAPIError):
     """The task list could not be read from a server."""
 
 
@@ -47,29 +50,54 @@ def sort_choices(choices: list[TaskChoice]) -> list[TaskChoice]:
 
 
 def embedded_catalog() -> list[TaskChoice]:
-    from berth_env import load_pack
-
     return sort_choices([choice_of(task) for task in load_pack().tasks])
 
 
-def remote_catalog(url: str, *, timeout_s: float = TASK_API_TIMEOUT_S) -> list[TaskChoice]:
+def remote_catalog(url: str, *, timeout_s: float = TIMEOUT_S) -> list[TaskChoice]:
     """Every task of every split a server's Task API lists (public views: no references)."""
-    base = url.rstrip("/")
     try:
-        with httpx.Client(timeout=timeout_s) as client:
-            splits = client.get(f"{base}/berth_planning/splits")
-            splits.raise_for_status()
-            choices = []
-            for split in splits.json():
-                name = split["name"] if isinstance(split, dict) else str(split)
-                listed = client.post(f"{base}/berth_planning/tasks", json={"split": name})
-                listed.raise_for_status()
-                choices += [choice_of(t) for t in listed.json().get("tasks", [])]
-    except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
-        raise CatalogError(f"could not read the task list of {base}: {type(exc).__name__}: {exc}") from exc
+        with TaskAPI(url, timeout_s=timeout_s) as api:
+            choices = [choice_of(task) for split in api.splits() for task in api.tasks(split)]
+            base = api.base
+    except TaskAPIError as exc:
+        raise CatalogError(str(exc)) from exc
     if not choices:
         raise CatalogError(f"{base} lists no tasks")
     return sort_choices(choices)
+
+
+_REMOTE_TASKS: OrderedDict[tuple[str, str], dict] = OrderedDict()
+_REMOTE_LOCK = threading.Lock()
+
+
+def task_for(task_id: str, server_url: str | None = None) -> dict | None:
+    """The full task for an id: the embedded pack's (reference plans included), else the public task the server at
+    `server_url` shows; None when neither has it or the server can't be reached.
+
+    Only tasks found are kept (the newest few hundred remote ones): a server that failed once is asked again.
+    """
+    try:
+        return load_pack().get(task_id)
+    except KeyError:
+        pass
+    if not server_url or not valid_task_id(task_id):
+        return None
+    key = (server_url, task_id)
+    with _REMOTE_LOCK:
+        if key in _REMOTE_TASKS:
+            _REMOTE_TASKS.move_to_end(key)
+            return _REMOTE_TASKS[key]
+    try:
+        with TaskAPI(server_url) as api:
+            task = api.task(task_id)
+    except TaskAPIError:
+        return None
+    if task is not None:
+        with _REMOTE_LOCK:
+            _REMOTE_TASKS[key] = task
+            while len(_REMOTE_TASKS) > REMOTE_TASKS_KEPT:
+                _REMOTE_TASKS.popitem(last=False)
+    return task
 
 
 def filter_choices(choices: list[TaskChoice], *, tier: str | None = None, quay: str | None = None) -> list[TaskChoice]:

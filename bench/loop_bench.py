@@ -34,9 +34,8 @@ from openenv.core.mcp_client import MCPToolClient  # noqa: E402
 
 import agent.loop  # noqa: E402
 from agent.providers.base import ModelTurn, ToolCall  # noqa: E402
-from agent.providers.registry import settle  # noqa: E402
+from agent.providers.registry import preload_and_freeze  # noqa: E402
 from agent.session import EnvSession  # noqa: E402
-from agent.spec import parse_spec  # noqa: E402
 from berth_env import load_pack  # noqa: E402
 from testkit.servers import berth_server  # noqa: E402
 
@@ -175,7 +174,7 @@ def _overhead(url: str, episodes: int) -> dict:
     plan_json = json.dumps({"plan": plan})
     loop_episode(url, task["task_id"], plan_json)  # warm both paths up
     bare_episode(url, task["task_id"], plan)
-    settle([parse_spec("hf:bench/scripted")])  # as `python -m agent run` does before its first episode
+    preload_and_freeze()  # as `python -m agent run` does before its first episode
     loop_times, own_times, bare_times = [], [], []
     for _ in range(episodes):  # interleaved, so drift on a shared machine hits both alike
         total, round_trips = loop_episode(url, task["task_id"], plan_json)

@@ -244,72 +244,68 @@ def parse_plan(task: Task, raw: Any) -> ParsedPlan:
     value = _decode(raw) if isinstance(raw, str) else raw
     raw_entries = _raw_entries(value)
     ships = task["ships"]
-    limit = 4 * len(ships) + 10
-    if len(raw_entries) > limit:
-        raise PlanError(
-            TOO_MANY_ENTRIES,
-            f"the plan has {len(raw_entries)} entries but the task has {len(ships)} ships "
-            f"(at most {limit} entries are read; give one entry per ship)",
-        )
+    _check_size(len(raw_entries), len(ships))
     crane_rule = is_crane_task(task)
     names = _ship_names(task)
     plan = ParsedPlan()
     for position, (ref, hour, section, cranes) in enumerate(raw_entries, start=1):
         ship_id = _resolve_ship(ref, task, names)
-        where = f"entry {position}"
         if ship_id is None:
             shown = "(no ship given)" if ref is _ABSENT else show(ref)
-            plan.issues.append(
-                (
-                    UNKNOWN_SHIP,
-                    f"{where}: unknown ship {shown}; use a ship id 0-{len(ships) - 1} from the table",
-                )
-            )
+            plan.issues.append((UNKNOWN_SHIP, f"entry {position}: unknown ship {shown}; use a ship id "
+                                              f"0-{len(ships) - 1} from the table"))
             continue
-        where = f"{where} (ship {ship_id})"
+        where = f"entry {position} (ship {ship_id})"
         if ship_id in plan.entries:
-            plan.issues.append(
-                (DUPLICATE, f"{where}: the ship is already planned; only its first entry is kept")
-            )
+            plan.issues.append((DUPLICATE, f"{where}: the ship is already planned; only its first entry is kept"))
             continue
-        h, s = whole_number(hour), whole_number(section)
-        if h is None or s is None:
-            plan.issues.append(
-                (
-                    NOT_WHOLE,
-                    f"{where}: berth_hour and section must be whole numbers, "
-                    f"got berth_hour={show(hour)}, section={show(section)}",
-                )
-            )
-            continue
-        if not (-HOUR_LIMIT <= h <= HOUR_LIMIT and -SECTION_LIMIT <= s <= SECTION_LIMIT):
-            plan.issues.append(
-                (
-                    OUT_OF_RANGE,
-                    f"{where}: berth_hour must be within -{HOUR_LIMIT}..{HOUR_LIMIT} and section within "
-                    f"-{SECTION_LIMIT}..{SECTION_LIMIT}, got berth_hour={show(hour)}, section={show(section)}",
-                )
-            )
-            continue
-        if not crane_rule:
-            plan.entries[ship_id] = (h, s, None)
-            continue
-        if cranes is None:
-            count = ships[ship_id]["std_cranes"]
-        else:
-            count = whole_number(cranes)
-            if count is None or not -CRANE_LIMIT <= count <= CRANE_LIMIT:
-                ship = ships[ship_id]
-                plan.issues.append(
-                    (
-                        BAD_CRANES,
-                        f"{where}: cranes must be a whole number, {ship['min_cranes']}-{ship['max_cranes']} for "
-                        f"this ship (leave it out for the standard {ship['std_cranes']}), got {show(cranes)}",
-                    )
-                )
-                continue
-        plan.entries[ship_id] = (h, s, count)
+        try:
+            plan.entries[ship_id] = _entry(ships[ship_id], where, hour, section, cranes, crane_rule=crane_rule)
+        except _Rejected as rejected:
+            plan.issues.append((rejected.category, rejected.text))
     return plan
+
+
+def _check_size(entries: int, ships: int) -> None:
+    """A plan far longer than the task's ship list is refused whole rather than read entry by entry."""
+    limit = 4 * ships + 10
+    if entries > limit:
+        raise PlanError(
+            TOO_MANY_ENTRIES,
+            f"the plan has {entries} entries but the task has {ships} ships "
+            f"(at most {limit} entries are read; give one entry per ship)",
+        )
+
+
+class _Rejected(Exception):
+    """One entry's problem: its category and the text `check_plan` reports."""
+
+    def __init__(self, category: str, text: str) -> None:
+        super().__init__(text)
+        self.category = category
+        self.text = text
+
+
+def _entry(ship: dict, where: str, hour: Any, section: Any, cranes: Any, *, crane_rule: bool) -> Entry:
+    """One known ship's entry, checked (cranes only on crane-rule tasks). Raises _Rejected."""
+    h, s = whole_number(hour), whole_number(section)
+    if h is None or s is None:
+        raise _Rejected(NOT_WHOLE, f"{where}: berth_hour and section must be whole numbers, "
+                                   f"got berth_hour={show(hour)}, section={show(section)}")
+    if not (-HOUR_LIMIT <= h <= HOUR_LIMIT and -SECTION_LIMIT <= s <= SECTION_LIMIT):
+        raise _Rejected(OUT_OF_RANGE, f"{where}: berth_hour must be within -{HOUR_LIMIT}..{HOUR_LIMIT} and section "
+                                      f"within -{SECTION_LIMIT}..{SECTION_LIMIT}, got berth_hour={show(hour)}, "
+                                      f"section={show(section)}")
+    if not crane_rule:
+        return (h, s, None)
+    if cranes is None:
+        return (h, s, ship["std_cranes"])
+    count = whole_number(cranes)
+    if count is None or not -CRANE_LIMIT <= count <= CRANE_LIMIT:
+        raise _Rejected(BAD_CRANES, f"{where}: cranes must be a whole number, {ship['min_cranes']}-"
+                                    f"{ship['max_cranes']} for this ship (leave it out for the standard "
+                                    f"{ship['std_cranes']}), got {show(cranes)}")
+    return (h, s, count)
 
 
 def canonical_plan(plan: ParsedPlan | Mapping[int, Entry]) -> list[dict[str, int]]:

@@ -22,103 +22,86 @@ def is_crane_task(task: Task) -> bool:
 
 
 def rules_text(task: Task, max_checks: int) -> str:
-    """The rules text (`instructions`): role, rules, cost, plan format, tools, how the episode ends."""
-    if not is_crane_task(task):
-        return _plain_rules_text(task, max_checks)
-    rules = task["rules"]
-    rate = rules.get("crane_rate")
-    cap = rules.get("max_moves_per_hour")
+    """The rules text (`instructions`): role, rules, cost, plan format, tools, how the episode ends.
+
+    Crane-rule tasks add the crane, window and movement rules; plain tasks have fixed stays and no cranes.
+    """
+    cranes = is_crane_task(task)
+    what = ("the hour it berths, its position (the first quay section it occupies) and the number of quay cranes "
+            "that work it" if cranes else "the hour it berths and its position (the first quay section it occupies)")
+    rules = [
+        "A ship berths at or after its arrival hour.",
+        *(_crane_stay_rules(task) if cranes else
+          ["A ship stays alongside for exactly its hours alongside: it departs at its berth hour plus its hours "
+           "alongside."]),
+        "A ship occupies its number of consecutive sections, starting at the section you give, all inside "
+        f"sections {task['first_section']}–{task['last_section']}.",
+        "Two ships never use the same section in the same hour. Ships already alongside and closed sections are "
+        "off limits for their hours. A ship leaving at hour h frees its sections for a ship berthing at hour h.",
+        *(_crane_capacity_rules(task) if cranes else []),
+    ]
+    example = ('[{"ship": 0, "berth_hour": 12, "section": 4, "cranes": 3}, '
+               '{"ship": 1, "berth_hour": 30, "section": 9, "cranes": 2}]' if cranes else
+               '[{"ship": 0, "berth_hour": 12, "section": 4}, {"ship": 1, "berth_hour": 30, "section": 9}]')
+    return "\n".join([
+        f"You are the berth planner of quay {task['quay']} at {task['terminal']}. Disruptions have broken the "
+        f"published berth plan, so it no longer works. Make a new plan for every ship in the table of the "
+        f"situation: {what}.",
+        "",
+        "## Rules",
+        "A plan that breaks any rule is infeasible.",
+        *(f"{number}. {rule}" for number, rule in enumerate(rules, start=1)),
+        "",
+        "## Cost",
+        "A feasible plan costs the sum of:",
+        "- delay: for each ship, its sections × the hours it departs after its planned departure (leaving early "
+        "earns nothing);",
+        "- moves: 5 for each scheduled ship placed on a different starting section than in the published plan. "
+        f"Changing a ship's hour{' or crane count' if cranes else ''} costs nothing extra; unscheduled calls have "
+        "no planned section and are never moved.",
+        *(["Priority ships count their delay several times over, and an emergency ship pays the stated amount "
+           "for each hour it docks after its deadline (see the notes column of the table)."] if cranes else []),
+        "",
+        "## Plan format",
+        "One entry per ship, using the ids of the table, for example:",
+        example,
+        "",
+        "## Tools",
+        "- get_situation() shows the situation again.",
+        "- check_plan(plan) lists the rule violations of a draft and, when it is feasible, its cost. You have "
+        f"{max_checks} checks.",
+        "- submit_plan(plan) hands in your final plan. It ends the episode and is graded once: an infeasible "
+        "plan scores low; a feasible plan scores higher "
+        f"{'the closer its cost is to the best possible' if cranes else 'the lower its cost'}.",
+        "",
+        "Submit before you run out of turns: an episode that ends without a submission scores 0.",
+    ])
+
+
+def _crane_stay_rules(task: Task) -> list[str]:
+    """How long a crane-rule ship stays, and when it may not berth: the windows without movements."""
+    rate = task["rules"].get("crane_rate")
     stay = ("⌈moves / (crane_rate × cranes)⌉ hours, with crane_rate = "
             f"{rate} moves per crane-hour" if rate else "⌈workload / cranes⌉ hours (workload in crane-hours)")
-    moves_rule = (f"At most {cap} movements per hour: a berthing at hour h and a departure at hour h each count "
-                  "once in hour h." if cap else "There is no limit on the number of movements per hour.")
-    return "\n".join([
-        f"You are the berth planner of quay {task['quay']} at {task['terminal']}. Disruptions have broken the "
-        "published berth plan, so it no longer works. Make a new plan for every ship in the table of the "
-        "situation: the hour it berths, its position (the first quay section it occupies) and the number of "
-        "quay cranes that work it.",
-        "",
-        "## Rules",
-        "A plan that breaks any rule is infeasible.",
-        "1. A ship berths at or after its arrival hour.",
-        "2. A ship is worked by at least its minimum and at most its maximum number of cranes. It stays "
-        f"alongside for {stay}. It departs when the work is done, unless that hour falls inside a no-movement "
-        "window that applies to it: then it waits alongside until the window ends, keeping its sections but "
-        "freeing its cranes.",
-        "3. A ship may not berth inside a no-movement window that applies to it.",
-        "4. A ship occupies its number of consecutive sections, starting at the section you give, all inside "
-        f"sections {task['first_section']}–{task['last_section']}.",
-        "5. Two ships never use the same section in the same hour. Ships already alongside and closed sections "
-        "are off limits for their hours. A ship leaving at hour h frees its sections for a ship berthing at "
-        "hour h.",
-        "6. In every hour, the cranes of all ships alongside (the ships already alongside included) must not "
-        "exceed the cranes available in that hour.",
-        f"7. {moves_rule}",
-        "",
-        "## Cost",
-        "A feasible plan costs the sum of:",
-        "- delay: for each ship, its sections × the hours it departs after its planned departure (leaving early "
-        "earns nothing);",
-        "- moves: 5 for each scheduled ship placed on a different starting section than in the published plan. "
-        "Changing a ship's hour or crane count costs nothing extra; unscheduled calls have no planned section "
-        "and are never moved.",
-        "Priority ships count their delay several times over, and an emergency ship pays the stated amount for "
-        "each hour it docks after its deadline (see the notes column of the table).",
-        "",
-        "## Plan format",
-        "One entry per ship, using the ids of the table, for example:",
-        '[{"ship": 0, "berth_hour": 12, "section": 4, "cranes": 3}, '
-        '{"ship": 1, "berth_hour": 30, "section": 9, "cranes": 2}]',
-        "",
-        "## Tools",
-        "- get_situation() shows the situation again.",
-        "- check_plan(plan) lists the rule violations of a draft and, when it is feasible, its cost. You have "
-        f"{max_checks} checks.",
-        "- submit_plan(plan) hands in your final plan. It ends the episode and is graded once: an infeasible "
-        "plan scores low; a feasible plan scores higher the closer its cost is to the best possible.",
-        "",
-        "Submit before you run out of turns: an episode that ends without a submission scores 0.",
-    ])
+    return [
+        "A ship is worked by at least its minimum and at most its maximum number of cranes. It stays alongside "
+        f"for {stay}. It departs when the work is done, unless that hour falls inside a no-movement window that "
+        "applies to it: then it waits alongside until the window ends, keeping its sections but freeing its "
+        "cranes.",
+        "A ship may not berth inside a no-movement window that applies to it.",
+    ]
 
 
-def _plain_rules_text(task: Task, max_checks: int) -> str:
-    return "\n".join([
-        f"You are the berth planner of quay {task['quay']} at {task['terminal']}. Disruptions have broken the "
-        "published berth plan, so it no longer works. Make a new plan for every ship in the table of the "
-        "situation: the hour it berths and its position (the first quay section it occupies).",
-        "",
-        "## Rules",
-        "A plan that breaks any rule is infeasible.",
-        "1. A ship berths at or after its arrival hour.",
-        "2. A ship stays alongside for exactly its hours alongside: it departs at its berth hour plus its hours "
-        "alongside.",
-        "3. A ship occupies its number of consecutive sections, starting at the section you give, all inside "
-        f"sections {task['first_section']}–{task['last_section']}.",
-        "4. Two ships never use the same section in the same hour. Ships already alongside and closed sections "
-        "are off limits for their hours. A ship leaving at hour h frees its sections for a ship berthing at "
-        "hour h.",
-        "",
-        "## Cost",
-        "A feasible plan costs the sum of:",
-        "- delay: for each ship, its sections × the hours it departs after its planned departure (leaving early "
-        "earns nothing);",
-        "- moves: 5 for each scheduled ship placed on a different starting section than in the published plan. "
-        "Changing a ship's hour costs nothing extra; unscheduled calls have no planned section and are never "
-        "moved.",
-        "",
-        "## Plan format",
-        "One entry per ship, using the ids of the table, for example:",
-        '[{"ship": 0, "berth_hour": 12, "section": 4}, {"ship": 1, "berth_hour": 30, "section": 9}]',
-        "",
-        "## Tools",
-        "- get_situation() shows the situation again.",
-        "- check_plan(plan) lists the rule violations of a draft and, when it is feasible, its cost. You have "
-        f"{max_checks} checks.",
-        "- submit_plan(plan) hands in your final plan. It ends the episode and is graded once: an infeasible "
-        "plan scores low; a feasible plan scores higher the lower its cost.",
-        "",
-        "Submit before you run out of turns: an episode that ends without a submission scores 0.",
-    ])
+def _crane_capacity_rules(task: Task) -> list[str]:
+    """The quay's shared limits on crane-rule tasks: cranes in every hour, movements per hour."""
+    cap = task["rules"].get("max_moves_per_hour")
+    moves = (f"At most {cap} movements per hour: a berthing at hour h and a departure at hour h each count once "
+             "in hour h." if cap else "There is no limit on the number of movements per hour.")
+    return [
+        "In every hour, the cranes of all ships alongside (the ships already alongside included) must not exceed "
+        "the cranes available in that hour.",
+        moves,
+    ]
 
 
 def situation_text(task: Task) -> str:

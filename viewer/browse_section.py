@@ -11,7 +11,6 @@ Public API (for scripts, gradio_client): `browse_rollouts` (one page of filtered
 
 from __future__ import annotations
 
-import functools
 import math
 import threading
 from collections import OrderedDict
@@ -22,6 +21,7 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
+from agent.tasks import task_for
 from rollouts.index import REMOTE_WAIT_S, BrowseIndex, RolloutNotFound, SourceStatus, records_of
 from rollouts.query import PAGE_SIZE, SORTABLE, SOURCES, Filters, options
 from rollouts.schema import TIERS
@@ -177,17 +177,6 @@ def optimal_chart(task: dict | None) -> Any:
         return None
     return berth_chart(task, reference["optimal_plan"],
                        title=f"Reference optimal plan (cost {reference.get('optimal_cost')})")
-
-
-@functools.lru_cache(maxsize=512)
-def pack_task(task_id: str) -> dict | None:
-    """The full task (reference included) from this Space's pack, or None for a task it does not have."""
-    from berth_env import load_pack
-
-    try:
-        return load_pack().get(task_id)
-    except KeyError:
-        return None
 
 
 def _missing(value: Any) -> bool:
@@ -433,7 +422,7 @@ def build_browse_tab(ctx: AppContext, index: BrowseIndex | None = None) -> Brows
             return cleared(f"⚠️ {escape_cell(str(exc))}")
         except SourceError as exc:
             return cleared(f"⚠️ Rollout `{escape_cell(episode_id)}` could not be fetched: {escape_cell(str(exc))}")
-        task = pack_task(str(record.get("task_id") or ""))
+        task = task_for(str(record.get("task_id") or ""))
         plans = plan_steps_of(record)
         count = len(plans)
         link = ctx.share_link(f"tab=browse&rollout={episode_id}", _base_url(request))
@@ -456,7 +445,7 @@ def build_browse_tab(ctx: AppContext, index: BrowseIndex | None = None) -> Brows
     def show_step(position: float, plans: list[dict], state: dict | None) -> Any:
         if not state or not plans:
             return gr.skip()
-        return step_chart(pack_task(str(state.get("task_id") or "")), plans, _int(position, 1) - 1)
+        return step_chart(task_for(str(state.get("task_id") or "")), plans, _int(position, 1) - 1)
 
     plan_step.release(show_step, [plan_step, steps, current], chart, api_visibility="private")
 
@@ -479,7 +468,7 @@ def build_browse_tab(ctx: AppContext, index: BrowseIndex | None = None) -> Brows
         if task_a != task_b:
             return (f"⚠️ A is on {escape_cell(task_a)} and B on {escape_cell(task_b)}: compare needs two rollouts "
                     "of the same task.", None, "", "")
-        task = pack_task(str(task_a or ""))
+        task = task_for(str(task_a or ""))
         names = (f"A: {a.get('model')}", f"B: {b.get('model')}")
         figure = None
         note = f"**A** {escape_cell(a.get('model'))} (`{escape_cell(a_id)}`) · **B** {escape_cell(b.get('model'))} " \

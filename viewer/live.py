@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from agent.events import Event
 from viewer.chat import ChatBuilder
 from viewer.summary import status_line
 
@@ -23,10 +24,10 @@ class LiveView:
         self.steps: list[dict] = []
         self.record: dict | None = None
         self.new_plan = False  # a plan arrived since the chart was last drawn
-        self._key_events: list[dict] = []
-        self._last: dict | None = None
+        self._key_events: list[Event] = []
+        self._last: Event | None = None
 
-    def add(self, event: dict) -> None:
+    def add(self, event: Event) -> None:
         self.chat.add(event)
         self._last = event
         kind = event["type"]
@@ -42,7 +43,7 @@ class LiveView:
                 self.steps = list(self.record["steps"])
                 self.new_plan = True
 
-    def extend(self, events: Iterable[dict]) -> None:
+    def extend(self, events: Iterable[Event]) -> None:
         for event in events:
             self.add(event)
 

@@ -7,18 +7,16 @@ workers, so a closed tab never ends one.
 from __future__ import annotations
 
 import asyncio
-import functools
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
-import httpx
 
-from agent.providers.registry import MissingKey, check_endpoint, resolve_key
+from agent.providers.registry import MissingKey, check_endpoint, parse_spec, resolve_key
 from agent.runs import CapacityError, EpisodeRun
-from agent.spec import SpecError, parse_spec
+from agent.spec import SpecError
 from agent.tasks import (
     TIER_ORDER,
     CatalogError,
@@ -26,6 +24,7 @@ from agent.tasks import (
     embedded_catalog,
     filter_choices,
     random_choice,
+    task_for,
 )
 from agent.tasks import remote_catalog as read_remote_catalog
 from rollouts.schema import valid_episode_id
@@ -56,25 +55,6 @@ BASELINE_PACE_S = 0.015  # a baseline writes about 60 words a second in the Spac
 class RunTab:
     outputs: list[Any]
     attach: Any  # the handler that re-attaches to an episode, for `?episode=` links
-
-
-@functools.lru_cache(maxsize=256)
-def _task_for(task_id: str, server_url: str | None) -> dict | None:
-    """The full task (the embedded pack's), or the public one a remote server shows, for charts and names."""
-    from berth_env import load_pack
-
-    try:
-        return load_pack().get(task_id)
-    except KeyError:
-        pass
-    if server_url:
-        try:
-            response = httpx.get(f"{server_url.rstrip('/')}/api/tasks/{task_id}", timeout=10)
-            if response.status_code == 200:
-                return response.json()
-        except httpx.HTTPError:
-            return None
-    return None
 
 
 def _chart(task: dict | None, steps: list[dict], index: int) -> Any:
@@ -290,7 +270,7 @@ def build_run_tab(ctx: AppContext) -> RunTab:
     def show_step(index: float, all_steps: list[dict], episode: dict | None):
         if not episode:
             return gr.skip()
-        return _chart(_task_for(episode["task_id"], episode.get("server")), all_steps, int(index) - 1)
+        return _chart(task_for(episode["task_id"], episode.get("server")), all_steps, int(index) - 1)
 
     plan_step.release(show_step, [plan_step, steps, episode], chart, api_visibility="private")
 
@@ -305,7 +285,7 @@ def build_run_tab(ctx: AppContext) -> RunTab:
             return
         run_ = ctx.registry.get(episode_id)
         if run_ is not None:
-            task_ = _task_for(run_.task_id, None)
+            task_ = task_for(run_.task_id, None)
             async for frame in follow_episode(ctx, run_, task_, request):
                 yield frame
             return
@@ -322,7 +302,7 @@ def replay_frame(ctx: AppContext, record: dict, request: gr.Request | None) -> t
     """The Run tab's display for a finished, stored episode."""
     from viewer.replay import record_events
 
-    task = _task_for(record.get("task_id", ""), None)
+    task = task_for(record.get("task_id", ""), None)
     view = LiveView(task)
     view.extend(record_events(record))
     steps = list(record.get("steps") or [])
@@ -351,13 +331,6 @@ def _choices_for(ids: list[str]) -> list[TaskChoice]:
     known = {c.task_id: c for c in embedded_catalog()}
     known.update({k: v for k, v in _REMOTE.items() if k not in known})
     return [known[i] for i in ids if i in known]
-
-
-def _safe_url(ctx: AppContext, choice: str, url: str) -> str | None:
-    try:
-        return ctx.server_url(choice, url)
-    except ValueError:
-        return None
 
 
 def _start(ctx: AppContext, model_spec: str, task_id: str, turns: float, tokens: float, server_choice: str,
@@ -390,7 +363,7 @@ def _start(ctx: AppContext, model_spec: str, task_id: str, turns: float, tokens:
                                  source="space", baseline_pace_s=BASELINE_PACE_S)
     except CapacityError as exc:
         raise gr.Error(str(exc)) from None
-    return run, _task_for(task_id, server_url), server_url
+    return run, task_for(task_id, server_url), server_url
 
 
 API_FRAME_S = 0.25

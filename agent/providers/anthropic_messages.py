@@ -6,6 +6,8 @@ model wrote it (the record wants the raw text) and a malformed input becomes a l
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable
 from typing import Any
 
 import anthropic
@@ -13,29 +15,42 @@ import anthropic
 from agent import events as ev
 from agent.providers.base import (
     REQUEST_TIMEOUT_S,
-    Interrupt,
+    ModelAPI,
     ModelTurn,
+    ProviderSetup,
     ToolCall,
     TurnStream,
-    open_with_retries,
     shared_http_client,
 )
+from agent.spec import ModelSpec
 
 
-class AnthropicProvider:
-    def __init__(self, *, model: str, api_key: str | None, system: str, tools: list[dict], max_tokens: int,
-                 effort: str | None = None, base_url: str | None = None, retry_base_s: float | None = None):
-        self.client = anthropic.Anthropic(api_key=api_key, base_url=base_url, max_retries=0,
-                                          timeout=REQUEST_TIMEOUT_S, http_client=shared_http_client("anthropic"))
-        self.model, self.system, self.max_tokens = model, system, max_tokens
+class AnthropicProvider(ModelAPI):
+    prefixes = ("anthropic",)
+    label = "Anthropic"
+    key_env = "ANTHROPIC_API_KEY"
+
+    def __init__(self, spec: ModelSpec, setup: ProviderSetup):
+        self.client = anthropic.Anthropic(api_key=setup.key, base_url=os.environ.get("ANTHROPIC_BASE_URL") or None,
+                                          max_retries=0, timeout=REQUEST_TIMEOUT_S,
+                                          http_client=shared_http_client("anthropic", anthropic.DefaultHttpxClient))
+        self.model, self.system, self.max_tokens = spec.model, setup.system, setup.max_tokens
+        effort = spec.effort
         self.extra: dict[str, Any] = {"extra_body": {"output_config": {"effort": effort}}} if effort else {}
         self.tools = [{"name": t["name"], "description": t["description"], "input_schema": t["input_schema"]}
-                      for t in tools]
+                      for t in setup.tools]
         self.messages: list[dict] = []
         self._pending: list[dict] = []
         self.provider_switches: list[str] = []
-        self.retry_base_s = retry_base_s
+        self.retry_base_s = setup.retry_base_s
 
+    def should_retry(self, error: BaseException) -> bool:
+        """429, 5xx (529 overloaded included), and a refused, dropped or timed-out connection."""
+        if isinstance(error, anthropic.APIStatusError):
+            return error.status_code == 429 or error.status_code >= 500
+        return isinstance(error, anthropic.APIConnectionError | anthropic.APITimeoutError)
+
+    # -- history -----------------------------------------------------------------------------------------------
     def add_user(self, text: str) -> None:
         self._pending.append({"type": "text", "text": text})
 
@@ -48,52 +63,46 @@ class AnthropicProvider:
                   for call, text in results]
         self._pending = blocks + self._pending
 
-    def _open(self) -> Any:
+    # -- one turn ----------------------------------------------------------------------------------------------
+    def request(self) -> Any:
+        if self._pending:
+            self.messages.append({"role": "user", "content": self._pending})
+            self._pending = []
         return self.client.messages.create(model=self.model, system=self.system, messages=self.messages,
                                            tools=self.tools, max_tokens=self.max_tokens, stream=True,
                                            **self.extra)
 
-    def stream_turn(self, turn: int, interrupt: Interrupt) -> TurnStream:
-        if self._pending:
-            self.messages.append({"role": "user", "content": self._pending})
-            self._pending = []
-        kwargs = {"base_s": self.retry_base_s} if self.retry_base_s is not None else {}
-        stream = yield from open_with_retries(self._open, turn=turn, interrupt=interrupt, label="Anthropic",
-                                              **kwargs)
+    def read_stream(self, stream: Iterable[Any], turn: int) -> TurnStream:
         result = ModelTurn()
         blocks: dict[int, dict] = {}
         tool_input: dict[int, str] = {}
         input_tokens = output_tokens = 0
-        with interrupt.closing(stream.close):
-            try:
-                for event in stream:
-                    interrupt.check()
-                    kind = event.type
-                    if kind == "message_start":
-                        usage = event.message.usage
-                        input_tokens = ((usage.input_tokens or 0) + (usage.cache_read_input_tokens or 0)
-                                        + (usage.cache_creation_input_tokens or 0))
-                        output_tokens = usage.output_tokens or 0
-                    elif kind == "content_block_start":
-                        blocks[event.index] = event.content_block.model_dump(exclude_none=True)
-                        if event.content_block.type == "tool_use":
-                            tool_input[event.index] = ""
-                    elif kind == "content_block_delta":
-                        delta_event = _apply_delta(turn, event.index, event.delta, blocks, tool_input)
-                        if delta_event is not None:
-                            yield delta_event
-                    elif kind == "message_delta":
-                        result.stop = event.delta.stop_reason or result.stop
-                        if event.usage and event.usage.output_tokens is not None:
-                            output_tokens = event.usage.output_tokens
-            except Exception:
-                interrupt.check()  # a Stop that closed the stream is an interruption, not a provider error
-                raise
-            finally:
-                stream.close()
-        interrupt.check()
+        for event in stream:
+            kind = event.type
+            if kind == "message_start":
+                usage = event.message.usage
+                input_tokens = ((usage.input_tokens or 0) + (usage.cache_read_input_tokens or 0)
+                                + (usage.cache_creation_input_tokens or 0))
+                output_tokens = usage.output_tokens or 0
+            elif kind == "content_block_start":
+                blocks[event.index] = event.content_block.model_dump(exclude_none=True)
+                if event.content_block.type == "tool_use":
+                    tool_input[event.index] = ""
+            elif kind == "content_block_delta":
+                delta_event = _apply_delta(turn, event.index, event.delta, blocks, tool_input)
+                if delta_event is not None:
+                    yield delta_event
+            elif kind == "message_delta":
+                result.stop = event.delta.stop_reason or result.stop
+                if event.usage and event.usage.output_tokens is not None:
+                    output_tokens = event.usage.output_tokens
         result.usage = {"input_tokens": input_tokens, "output_tokens": output_tokens}
         result.cut_off = result.stop == "max_tokens"
+        self._finish(result, blocks, tool_input)
+        return result
+
+    def _finish(self, result: ModelTurn, blocks: dict[int, dict], tool_input: dict[int, str]) -> None:
+        """Fill the turn from its content blocks and keep the whole assistant message for the next turn."""
         content = []
         for index in sorted(blocks):
             block = blocks[index]
@@ -109,7 +118,6 @@ class AnthropicProvider:
             content.append(block)
         # The whole assistant message goes back next turn: thinking blocks must keep their signatures.
         self.messages.append({"role": "assistant", "content": content or [{"type": "text", "text": ""}]})
-        return result
 
 
 def _apply_delta(turn: int, index: int, delta: Any, blocks: dict[int, dict],

@@ -1,16 +1,31 @@
-"""What every model adapter shares: the turn it returns, interruption, retries and secret scrubbing."""
+"""The one base class of every provider (`ModelAPI`) and what providers share: the turn, tool calls, retries.
+
+`ModelAPI.stream_turn` is the turn, the same for every API: open the request (retrying what the provider says is
+worth retrying, with a visible `retry` note for each wait), register the stream with the episode's interrupt so a
+Stop or the wall clock closes it, read it, close it, check the interrupt again. A provider implements only what its
+API does differently: build and send the request (`request`), read the stream into events and a `ModelTurn`
+(`read_stream`), keep its own conversation history (`add_user`, `add_notes`, `add_tool_results`) and decide which
+errors are worth a retry (`should_retry`). Subclasses register themselves by `prefixes`; see registry.py.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import threading
-import time
-from collections.abc import Callable, Generator, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ClassVar
 
 from agent import events as ev
+from agent.interrupt import Interrupt
+from agent.spec import ModelSpec, SpecError
+
+__all__ = [
+    "CHARS_PER_TOKEN", "NOTES_CHARS", "REQUEST_TIMEOUT_S", "Interrupt", "MissingKey", "ModelAPI",
+    "ModelTurn", "ProviderSetup", "ToolCall", "TurnStream", "retry_delay", "scrub", "shared_http_client",
+    "status_of",
+]
 
 # Long generations (32k tokens of reasoning) can take many minutes before the last byte.
 REQUEST_TIMEOUT_S = 900.0
@@ -22,13 +37,20 @@ NOTES_CHARS = 8000
 # Chat providers that ignore max_tokens are cut by characters: about 5 characters per token.
 CHARS_PER_TOKEN = 5
 
+# prefix -> provider class; filled as provider modules are imported (registry.py imports them all).
+PROVIDERS: dict[str, type[ModelAPI]] = {}
+
+
+class MissingKey(SpecError):
+    """A provider needs a key that was neither typed in nor set in the environment."""
+
 
 _HTTP_CLIENTS: dict[str, Any] = {}
 _HTTP_LOCK = threading.Lock()
 
 
-def shared_http_client(sdk: str) -> Any:
-    """One HTTP client per SDK for the whole process, shared by every episode.
+def shared_http_client(sdk: str, make: Callable[[], Any]) -> Any:
+    """One HTTP client per SDK for the whole process, shared by every episode (`make` builds it the first time).
 
     Building a client loads the CA bundle (about 20 ms of CPU); with dozens of episodes in flight that is worth
     doing once. The SDKs' clients are thread-safe and take their timeouts per request.
@@ -36,15 +58,7 @@ def shared_http_client(sdk: str) -> Any:
     with _HTTP_LOCK:
         client = _HTTP_CLIENTS.get(sdk)
         if client is None:
-            if sdk == "anthropic":
-                import anthropic
-
-                client = anthropic.DefaultHttpxClient()
-            else:
-                import openai
-
-                client = openai.DefaultHttpxClient()
-            _HTTP_CLIENTS[sdk] = client
+            client = _HTTP_CLIENTS[sdk] = make()
         return client
 
 
@@ -79,108 +93,133 @@ class ModelTurn:
 TurnStream = Generator[ev.Event, None, ModelTurn]
 
 
-class Provider(Protocol):
-    """A model behind an API, holding that API's own conversation history."""
+@dataclass(frozen=True, slots=True)
+class ProviderSetup:
+    """What a provider is told when an episode starts."""
+
+    system: str  # the rules: the server's `instructions`
+    tools: list[dict]  # the server's tools: name, description, input_schema
+    max_tokens: int  # output tokens per turn
+    task_id: str
+    max_turns: int
+    key: str | None = None  # never written anywhere: it goes to the SDK client only
+    retry_base_s: float = RETRY_BASE_S  # the first retry wait when the provider names none
+    pace_s: float = 0.0  # baselines only: seconds per word, so a person watching live can read along
+
+
+class ModelAPI:
+    """A model behind one API, for one episode, holding that API's own conversation history."""
+
+    prefixes: ClassVar[tuple[str, ...]] = ()  # the spec prefixes this class plays (`hf`, `vllm`, ...)
+    label: ClassVar[str] = "The model provider"  # names the API in retry notes ("Anthropic answered HTTP 429")
+    key_env: ClassVar[str | None] = None  # the environment variable holding its key; None: it needs none
+    key_required: ClassVar[bool] = True  # False: it runs without a key when none is given (a local vLLM)
 
     provider_switches: list[str]
+    retry_base_s: float = RETRY_BASE_S
 
-    def add_user(self, text: str) -> None: ...
-    def add_notes(self, text: str) -> None: ...
-    def add_tool_results(self, results: list[tuple[ToolCall, str]]) -> None: ...
-    def stream_turn(self, turn: int, interrupt: Interrupt) -> TurnStream: ...
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for prefix in cls.__dict__.get("prefixes", ()):
+            taken = PROVIDERS.get(prefix)
+            if taken is not None and _name(taken) != _name(cls):  # the same class imported again may replace itself
+                raise TypeError(f"provider prefix {prefix!r} is taken by {_name(taken)}")
+            PROVIDERS[prefix] = cls
+
+    # -- before the episode ------------------------------------------------------------------------------------
+    @classmethod
+    def create(cls, spec: ModelSpec, setup: ProviderSetup) -> ModelAPI:
+        """The provider for one episode of `spec`."""
+        return cls(spec, setup)  # type: ignore[call-arg]  # subclasses take (spec, setup)
+
+    @classmethod
+    def resolve_key(cls, spec: ModelSpec, keys: dict[str, str] | None = None) -> str | None:
+        """The key for this run: one passed in for this run wins over the environment's."""
+        if cls.key_env is None:
+            return None
+        given = ((keys or {}).get(spec.provider) or "").strip()
+        if given:
+            return given
+        from_env = os.environ.get(cls.key_env, "").strip()
+        if from_env or not cls.key_required:
+            return from_env or None
+        raise MissingKey(f"{spec.text} needs an API key: type one in the form or set {cls.key_env}")
+
+    @classmethod
+    def check_endpoint(cls, spec: ModelSpec) -> None:
+        """Fail before the episode starts when the provider has nowhere to send requests."""
+
+    # -- the conversation (each API keeps its own) ---------------------------------------------------------------
+    def add_user(self, text: str) -> None:
+        raise NotImplementedError
+
+    def add_notes(self, text: str) -> None:
+        """The reasoning tail of a turn cut off by the output limit, handed back so the model can go on."""
+        raise NotImplementedError
+
+    def add_tool_results(self, results: list[tuple[ToolCall, str]]) -> None:
+        raise NotImplementedError
+
+    # -- one turn ----------------------------------------------------------------------------------------------
+    def stream_turn(self, turn: int, interrupt: Interrupt) -> TurnStream:
+        """Stream one model turn as events; returns the turn. Raises Interrupted on a Stop or the wall clock."""
+        stream = yield from self.open_stream(turn, interrupt)
+        with interrupt.closing(stream.close):
+            try:
+                result = yield from self.read_stream(_checked(stream, interrupt), turn)
+            except Exception:
+                interrupt.check()  # a Stop that closed the stream is an interruption, not a provider error
+                raise
+            finally:
+                stream.close()
+        interrupt.check()
+        return result
+
+    def open_stream(self, turn: int, interrupt: Interrupt) -> Generator[ev.Event, None, Any]:
+        """Send the request, retrying what `should_retry` allows with a visible note for each wait."""
+        for attempt in range(RETRY_ATTEMPTS):
+            interrupt.check()
+            try:
+                return self.request()
+            except Exception as exc:
+                if not self.should_retry(exc) or attempt == RETRY_ATTEMPTS - 1:
+                    raise
+                wait = retry_delay(exc, attempt, self.retry_base_s)
+                status = status_of(exc)
+                why = f"HTTP {status}" if status else type(exc).__name__
+                yield ev.note(turn, "retry", f"{self.label} answered {why}; retrying in {wait:.1f} s "
+                                             f"(attempt {attempt + 2} of {RETRY_ATTEMPTS})")
+                interrupt.sleep(wait)
+        raise AssertionError("unreachable")
+
+    def request(self) -> Any:
+        """Send this turn's request (the history as it stands) and return the open stream of the reply."""
+        raise NotImplementedError
+
+    def read_stream(self, stream: Iterable[Any], turn: int) -> TurnStream:
+        """Turn the reply's stream into live events and a ModelTurn, and add the reply to the history."""
+        raise NotImplementedError
+
+    def should_retry(self, error: BaseException) -> bool:
+        """Whether a failed request is worth sending again (after a wait)."""
+        return False
 
 
-class Interrupted(Exception):
-    """The episode was stopped by its user or ran out of wall-clock time."""
-
-    def __init__(self, reason: str):
-        super().__init__(reason)
-        self.reason = reason
+def _name(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
 
 
-class Interrupt:
-    """Ends an episode from outside: a user's Stop or the wall clock.
-
-    A blocked read of a provider stream can't poll, so the watcher thread also closes whatever stream is open.
-    """
-
-    def __init__(self, stop: threading.Event | None, wall_clock_s: float):
-        self._stop = stop or threading.Event()
-        self.deadline = time.monotonic() + wall_clock_s
-        self.reason: str | None = None
-        self._closers: list[Callable[[], Any]] = []
-        self._lock = threading.Lock()
-        self._finished = threading.Event()
-        threading.Thread(target=self._watch, name="episode-interrupt", daemon=True).start()
-
-    def _watch(self) -> None:
-        while not self._finished.is_set():
-            remaining = self.deadline - time.monotonic()
-            if remaining <= 0:
-                self.trigger("wall_clock")
-                return
-            if self._stop.wait(timeout=min(remaining, 0.25)):
-                self.trigger("stopped")
-                return
-
-    def trigger(self, reason: str) -> None:
-        with self._lock:
-            if self.reason is None:
-                self.reason = reason
-            closers = list(self._closers)
-        for close in closers:
-            # The stream may already be closed; the reader sees the interruption anyway.
-            with suppress(Exception):
-                close()
-
-    def check(self) -> None:
-        if self.reason is None:
-            if self._stop.is_set():
-                self.trigger("stopped")
-            elif time.monotonic() >= self.deadline:
-                self.trigger("wall_clock")
-        if self.reason is not None:
-            raise Interrupted(self.reason)
-
-    def sleep(self, seconds: float) -> None:
-        end = time.monotonic() + seconds
-        while True:
-            self.check()
-            left = end - time.monotonic()
-            if left <= 0:
-                return
-            self._stop.wait(timeout=min(left, 0.25))
-
-    @contextmanager
-    def closing(self, close: Callable[[], Any]) -> Iterator[None]:
-        """While inside, a Stop or the wall clock closes the open stream at once."""
-        with self._lock:
-            self._closers.append(close)
-        try:
-            if self.reason is not None:
-                close()
-            yield
-        finally:
-            with self._lock:
-                self._closers.remove(close)
-
-    def finish(self) -> None:
-        self._finished.set()
+def _checked(stream: Iterable[Any], interrupt: Interrupt) -> Iterator[Any]:
+    """The stream's items, checking the interrupt before each one."""
+    for item in stream:
+        interrupt.check()
+        yield item
 
 
 def status_of(exc: BaseException) -> int | None:
     """The HTTP status of an SDK error (anthropic and openai share the shape), or None for transport errors."""
     status = getattr(exc, "status_code", None)
     return status if isinstance(status, int) else None
-
-
-def is_retryable(exc: BaseException) -> bool:
-    """429, 5xx (Anthropic's 529 overloaded included) and dropped or refused connections get retried."""
-    status = status_of(exc)
-    if status is not None:
-        return status == 429 or status >= 500
-    name = type(exc).__name__
-    return name in ("APIConnectionError", "APITimeoutError")
 
 
 def retry_delay(exc: BaseException, attempt: int, base_s: float) -> float:
@@ -196,26 +235,6 @@ def retry_delay(exc: BaseException, attempt: int, base_s: float) -> float:
         except ValueError:
             continue
     return min(RETRY_CAP_S, base_s * (2 ** attempt))
-
-
-def open_with_retries(open_stream: Callable[[], Any], *, turn: int, interrupt: Interrupt, label: str,
-                      base_s: float = RETRY_BASE_S,
-                      attempts: int = RETRY_ATTEMPTS) -> Generator[ev.Event, None, Any]:
-    """Open a provider request, retrying 429/5xx/connection failures with a visible note for each wait."""
-    for attempt in range(attempts):
-        interrupt.check()
-        try:
-            return open_stream()
-        except Exception as exc:
-            if not is_retryable(exc) or attempt == attempts - 1:
-                raise
-            wait = retry_delay(exc, attempt, base_s)
-            status = status_of(exc)
-            why = f"HTTP {status}" if status else type(exc).__name__
-            yield ev.note(turn, "retry", f"{label} answered {why}; retrying in {wait:.1f} s "
-                                         f"(attempt {attempt + 2} of {attempts})")
-            interrupt.sleep(wait)
-    raise AssertionError("unreachable")
 
 
 def scrub(text: str, secrets: list[str]) -> str:

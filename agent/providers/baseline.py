@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 
 from agent import events as ev
-from agent.providers.base import Interrupt, ModelTurn, ToolCall, TurnStream
-from agent.spec import SpecError
+from agent.interrupt import Interrupt
+from agent.providers.base import ModelAPI, ModelTurn, ProviderSetup, ToolCall, TurnStream
+from agent.spec import ModelSpec, SpecError
 
 PLAYERS = {
     "greedy": "ships in order of arrival, each with as many cranes as it may use, at the nearest free section "
@@ -24,8 +25,19 @@ class BaselineError(RuntimeError):
     """A baseline can't play this task."""
 
 
-class BaselinePlayer:
-    """A scripted planner behind the Provider interface: each turn is one decision, streamed as words."""
+class BaselinePlayer(ModelAPI):
+    """A scripted planner behind the provider interface: each turn is one decision, streamed as words.
+
+    It needs no key and sends no request, so it plays its own turn (`stream_turn`) instead of the base class's
+    request-and-stream template.
+    """
+
+    prefixes = ("baseline",)
+    label = "The baseline"
+
+    @classmethod
+    def create(cls, spec: ModelSpec, setup: ProviderSetup) -> BaselinePlayer:
+        return cls(spec.model, setup.task_id, max_turns=setup.max_turns, pace_s=setup.pace_s)
 
     def __init__(self, name: str, task_id: str, *, max_turns: int, pace_s: float = 0.0):
         if name not in PLAYERS:

@@ -1,30 +1,20 @@
-"""OpenAI-compatible chat completions, streamed: the Hugging Face router (`hf:`) and any vLLM-style server (`vllm:`).
-
-Streaming matters twice here: the live view gets every token, and long generations behind the HF router stall
-without it. Reasoning arrives as `reasoning_content`, as `reasoning`, or inline between `<think>` tags.
-"""
-
 from __future__ import annotations
 
+import os
 import uuid
+from collections.abc import Iterable
 from typing import Any
 
 import openai
 
 from agent import events as ev
-from agent.providers.base import (
-    CHARS_PER_TOKEN,
-    REQUEST_TIMEOUT_S,
-    Interrupt,
-    ModelTurn,
-    ToolCall,
-    TurnStream,
-    open_with_retries,
-    shared_http_client,
-    status_of,
-)
+from agent.interrupt import Interrupt
+from agent.providers.base import CHARS_PER_TOKEN, ModelTurn, ProviderSetup, ToolCall, TurnStream
+from agent.providers.openai_sdk import OpenAIClientAPI
+from agent.spec import ModelSpec, SpecError
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+HF_ROUTER_URL = "https://router.huggingface.co/v1"
 
 
 class ThinkSplitter:
@@ -68,25 +58,34 @@ def _partial_suffix(data: str, tag: str) -> int:
     return 0
 
 
-class ChatProvider:
+class ChatCompletionsAPI(OpenAIClientAPI):
     """One episode's conversation with a chat-completions endpoint, with `hf:` provider fallback."""
 
-    def __init__(self, *, model: str, fallbacks: tuple[str, ...] = (), base_url: str, api_key: str,
-                 system: str, tools: list[dict], max_tokens: int, effort: str | None = None,
-                 label: str = "the model provider", retry_base_s: float | None = None):
-        self.client = openai.OpenAI(base_url=base_url, api_key=api_key or "none", max_retries=0,
-                                    timeout=REQUEST_TIMEOUT_S, http_client=shared_http_client("openai"))
-        self.model = model
-        self.fallbacks = list(fallbacks)
+    def __init__(self, spec: ModelSpec, setup: ProviderSetup):
+        self.client = self.make_client(self.endpoint(), setup.key or "none")
+        self.model = spec.model
+        self.fallbacks = list(spec.fallbacks)
         self.provider_switches: list[str] = []
-        self.max_tokens = max_tokens
-        self.extra: dict[str, Any] = {"reasoning_effort": effort} if effort else {}
+        self.max_tokens = setup.max_tokens
+        self.extra: dict[str, Any] = {"reasoning_effort": spec.effort} if spec.effort else {}
         self.tools = [{"type": "function", "function": {"name": t["name"], "description": t["description"],
-                                                        "parameters": t["input_schema"]}} for t in tools]
-        self.messages: list[dict] = [{"role": "system", "content": system}]
+                                                        "parameters": t["input_schema"]}} for t in setup.tools]
+        self.messages: list[dict] = [{"role": "system", "content": setup.system}]
         self._pending: list[str] = []
-        self.label = label
-        self.retry_base_s = retry_base_s
+        self.retry_base_s = setup.retry_base_s
+
+    @classmethod
+    def endpoint(cls) -> str:
+        """The OpenAI-compatible base URL requests go to."""
+        raise NotImplementedError
+
+    def should_retry(self, error: BaseException) -> bool:
+        # With a fallback left, only a 429 or a dropped connection is worth waiting for: a rejected request
+        # moves to the next provider instead (open_stream).
+        return not self._rejected(error) and super().should_retry(error)
+
+    def _rejected(self, error: BaseException) -> bool:
+        return bool(self.fallbacks) and isinstance(error, openai.APIStatusError) and error.status_code != 429
 
     # -- history -------------------------------------------------------------------------------------------
     def add_user(self, text: str) -> None:
@@ -105,105 +104,109 @@ class ChatProvider:
             self.messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
 
     # -- one turn ------------------------------------------------------------------------------------------
-    def _open(self) -> Any:
+    def request(self) -> Any:
+        if self._pending:
+            self.messages.append({"role": "user", "content": "\n\n".join(self._pending)})
+            self._pending = []
         return self.client.chat.completions.create(
             model=self.model, messages=self.messages, tools=self.tools, max_tokens=self.max_tokens,
             stream=True, stream_options={"include_usage": True}, **self.extra)
 
-    def _open_with_fallback(self, turn: int, interrupt: Interrupt) -> TurnStream:
+    def open_stream(self, turn: int, interrupt: Interrupt) -> TurnStream:
         """On a request the provider rejects or fails (4xx other than 429, 5xx), move to the next provider."""
         while True:
-            kwargs = {"base_s": self.retry_base_s} if self.retry_base_s is not None else {}
             try:
-                if self.fallbacks:
-                    # With a fallback left, only a 429 or a dropped connection is worth waiting for.
-                    return (yield from open_with_retries(self._open_unless_rejected, turn=turn,
-                                                         interrupt=interrupt, label=self.label, **kwargs))
-                return (yield from open_with_retries(self._open, turn=turn, interrupt=interrupt,
-                                                     label=self.label, **kwargs))
-            except _Rejected as rejected:
-                exc = rejected.exc
-                status = status_of(exc)
+                return (yield from super().open_stream(turn, interrupt))
+            except openai.APIStatusError as exc:
+                if not self._rejected(exc):
+                    raise
+                status = exc.status_code
                 switch = f"{self.model} -> {self.fallbacks[0]} ({status}: {str(exc)[:120]})"
                 self.provider_switches.append(switch)
                 yield ev.note(turn, "provider_switch", f"{self.model} answered HTTP {status}; switching to "
                                                        f"{self.fallbacks[0]} for the rest of the episode")
                 self.model = self.fallbacks.pop(0)
 
-    def _open_unless_rejected(self) -> Any:
-        try:
-            return self._open()
-        except openai.APIStatusError as exc:
-            if exc.status_code != 429:
-                raise _Rejected(exc) from exc
-            raise
-
-    def stream_turn(self, turn: int, interrupt: Interrupt) -> TurnStream:
-        if self._pending:
-            self.messages.append({"role": "user", "content": "\n\n".join(self._pending)})
-            self._pending = []
-        stream = yield from self._open_with_fallback(turn, interrupt)
+    def read_stream(self, stream: Iterable[Any], turn: int) -> TurnStream:
         result = ModelTurn()
         text: list[str] = []
         reasoning: list[str] = []
         calls: dict[int, dict] = {}
         splitter = ThinkSplitter()
         budget, seen = self.max_tokens * CHARS_PER_TOKEN, 0
-        with interrupt.closing(stream.close):
-            try:
-                for chunk in stream:
-                    interrupt.check()
-                    if seen > budget:
-                        result.stop, result.cut_off = "length (harness cap)", True
-                        break
-                    if chunk.usage:
-                        result.usage = {"input_tokens": chunk.usage.prompt_tokens or 0,
-                                        "output_tokens": chunk.usage.completion_tokens or 0}
-                    if not chunk.choices:
-                        continue
-                    choice = chunk.choices[0]
-                    if choice.finish_reason:
-                        result.stop = choice.finish_reason
-                    delta = choice.delta
-                    if delta is None:
-                        continue
-                    extra = delta.model_extra or {}
-                    thought = extra.get("reasoning_content") or extra.get("reasoning")
-                    if isinstance(thought, str) and thought:
-                        reasoning.append(thought)
-                        seen += len(thought)
-                        yield ev.reasoning_delta(turn, thought)
-                    if delta.content:
-                        seen += len(delta.content)
-                        for kind, piece in splitter.feed(delta.content):
-                            yield _route(turn, kind, piece, text, reasoning)
-                    for tc in delta.tool_calls or []:
-                        yield _collect_call(turn, tc, calls)
-            except Exception:
-                interrupt.check()  # a Stop that closed the stream is an interruption, not a provider error
-                raise
-            finally:
-                stream.close()
+        for chunk in stream:
+            if seen > budget:
+                result.stop, result.cut_off = "length (harness cap)", True
+                break
+            if chunk.usage:
+                result.usage = {"input_tokens": chunk.usage.prompt_tokens or 0,
+                                "output_tokens": chunk.usage.completion_tokens or 0}
+            if not chunk.choices:
+                continue
+            choice = chunk.choices[0]
+            if choice.finish_reason:
+                result.stop = choice.finish_reason
+            delta = choice.delta
+            if delta is None:
+                continue
+            extra = delta.model_extra or {}
+            thought = extra.get("reasoning_content") or extra.get("reasoning")
+            if isinstance(thought, str) and thought:
+                reasoning.append(thought)
+                seen += len(thought)
+                yield ev.reasoning_delta(turn, thought)
+            if delta.content:
+                seen += len(delta.content)
+                for kind, piece in splitter.feed(delta.content):
+                    yield _route(turn, kind, piece, text, reasoning)
+            for tc in delta.tool_calls or []:
+                yield _collect_call(turn, tc, calls)
         for kind, piece in splitter.flush():
             yield _route(turn, kind, piece, text, reasoning)
-        interrupt.check()
         result.text, result.reasoning = "".join(text), "".join(reasoning)
         result.calls = [ToolCall(c["id"] or f"call_{uuid.uuid4().hex[:8]}", c["name"], c["args"])
                         for _, c in sorted(calls.items())]
         result.cut_off = result.cut_off or result.stop.startswith("length")
+        self._remember(result)
+        return result
+
+    def _remember(self, result: ModelTurn) -> None:
         message: dict[str, Any] = {"role": "assistant", "content": result.text}
         if result.calls:
             message["tool_calls"] = [{"id": c.id, "type": "function",
                                       "function": {"name": c.name, "arguments": c.arguments or "{}"}}
                                      for c in result.calls]
         self.messages.append(message)
-        return result
 
 
-class _Rejected(Exception):
-    def __init__(self, exc: openai.APIStatusError):
-        super().__init__(str(exc))
-        self.exc = exc
+class HFRouterProvider(ChatCompletionsAPI):
+    """`hf:org/model[:provider|provider2...]` through the Hugging Face router."""
+
+    prefixes = ("hf",)
+    label = "The Hugging Face router"
+    key_env = "HF_TOKEN"
+
+    @classmethod
+    def endpoint(cls) -> str:
+        return os.environ.get("HF_ROUTER_URL") or HF_ROUTER_URL
+
+
+class VLLMProvider(ChatCompletionsAPI):
+    """`vllm:<model>` on any OpenAI-compatible server at VLLM_BASE_URL; a local one usually takes no key."""
+
+    prefixes = ("vllm",)
+    label = "The vLLM server"
+    key_env = "VLLM_API_KEY"
+    key_required = False
+
+    @classmethod
+    def endpoint(cls) -> str:
+        return os.environ["VLLM_BASE_URL"]
+
+    @classmethod
+    def check_endpoint(cls, spec: ModelSpec) -> None:
+        if not os.environ.get("VLLM_BASE_URL"):
+            raise SpecError(f"{spec.text} needs VLLM_BASE_URL, the OpenAI-compatible server to send requests to")
 
 
 def _route(turn: int, kind: str, piece: str, text: list[str], reasoning: list[str]) -> ev.Event:

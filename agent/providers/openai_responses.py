@@ -6,38 +6,35 @@ again on the next turn, so the model keeps its chain of thought without the serv
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable
 from typing import Any
 
-import openai
-
 from agent import events as ev
-from agent.providers.base import (
-    REQUEST_TIMEOUT_S,
-    Interrupt,
-    ModelTurn,
-    ToolCall,
-    TurnStream,
-    open_with_retries,
-    shared_http_client,
-)
+from agent.providers.base import ModelTurn, ProviderSetup, ToolCall, TurnStream
+from agent.providers.openai_sdk import OpenAIClientAPI
+from agent.spec import ModelSpec
 
 FINAL_EVENTS = ("response.completed", "response.incomplete", "response.failed")
 
 
-class ResponsesProvider:
-    def __init__(self, *, model: str, api_key: str | None, system: str, tools: list[dict], max_tokens: int,
-                 effort: str | None = None, base_url: str | None = None, retry_base_s: float | None = None):
-        self.client = openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=REQUEST_TIMEOUT_S,
-                                    http_client=shared_http_client("openai"))
-        self.model, self.system, self.max_tokens = model, system, max_tokens
-        self.effort = effort or "medium"
+class ResponsesProvider(OpenAIClientAPI):
+    prefixes = ("openai",)
+    label = "OpenAI"
+    key_env = "OPENAI_API_KEY"
+
+    def __init__(self, spec: ModelSpec, setup: ProviderSetup):
+        self.client = self.make_client(os.environ.get("OPENAI_BASE_URL") or None, setup.key)
+        self.model, self.system, self.max_tokens = spec.model, setup.system, setup.max_tokens
+        self.effort = spec.effort or "medium"
         self.tools = [{"type": "function", "name": t["name"], "description": t["description"],
-                       "parameters": t["input_schema"]} for t in tools]
+                       "parameters": t["input_schema"]} for t in setup.tools]
         self.input: list[dict] = []
         self._pending: list[str] = []
         self.provider_switches: list[str] = []
-        self.retry_base_s = retry_base_s
+        self.retry_base_s = setup.retry_base_s
 
+    # -- history -----------------------------------------------------------------------------------------------
     def add_user(self, text: str) -> None:
         self._pending.append(text)
 
@@ -48,48 +45,39 @@ class ResponsesProvider:
         for call, text in results:
             self.input.append({"type": "function_call_output", "call_id": call.id, "output": text})
 
-    def _open(self) -> Any:
+    # -- one turn ----------------------------------------------------------------------------------------------
+    def request(self) -> Any:
+        if self._pending:
+            self.input.append({"role": "user", "content": [{"type": "input_text",
+                                                            "text": "\n\n".join(self._pending)}]})
+            self._pending = []
         return self.client.responses.create(
             model=self.model, instructions=self.system, input=self.input, tools=self.tools,
             max_output_tokens=self.max_tokens, store=False, include=["reasoning.encrypted_content"],
             reasoning={"effort": self.effort, "summary": "auto"}, stream=True)
 
-    def stream_turn(self, turn: int, interrupt: Interrupt) -> TurnStream:
-        if self._pending:
-            self.input.append({"role": "user", "content": [{"type": "input_text", "text": "\n\n".join(self._pending)}]})
-            self._pending = []
-        kwargs = {"base_s": self.retry_base_s} if self.retry_base_s is not None else {}
-        stream = yield from open_with_retries(self._open, turn=turn, interrupt=interrupt, label="OpenAI", **kwargs)
+    def read_stream(self, stream: Iterable[Any], turn: int) -> TurnStream:
         final = None
         calls_by_item: dict[int, tuple[str, str]] = {}  # output index -> (call id, name)
-        with interrupt.closing(stream.close):
-            try:
-                for event in stream:
-                    interrupt.check()
-                    kind = event.type
-                    if kind == "response.output_text.delta":
-                        yield ev.text_delta(turn, event.delta)
-                    elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
-                        yield ev.reasoning_delta(turn, event.delta)
-                    elif kind == "response.reasoning_summary_part.added" and event.summary_index > 0:
-                        yield ev.reasoning_delta(turn, "\n\n")
-                    elif kind == "response.output_item.added" and event.item.type == "function_call":
-                        calls_by_item[event.output_index] = (event.item.call_id, event.item.name)
-                    elif kind == "response.function_call_arguments.delta":
-                        call_id, name = calls_by_item.get(event.output_index, ("", ""))
-                        position = sorted(calls_by_item).index(event.output_index) \
-                            if event.output_index in calls_by_item else 0
-                        yield ev.tool_args_delta(turn, position, call_id, name, event.delta)
-                    elif kind in FINAL_EVENTS:
-                        final = event.response
-                    elif kind == "error":
-                        raise RuntimeError(f"OpenAI stream error: {getattr(event, 'message', event)}")
-            except Exception:
-                interrupt.check()  # a Stop that closed the stream is an interruption, not a provider error
-                raise
-            finally:
-                stream.close()
-        interrupt.check()
+        for event in stream:
+            kind = event.type
+            if kind == "response.output_text.delta":
+                yield ev.text_delta(turn, event.delta)
+            elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
+                yield ev.reasoning_delta(turn, event.delta)
+            elif kind == "response.reasoning_summary_part.added" and event.summary_index > 0:
+                yield ev.reasoning_delta(turn, "\n\n")
+            elif kind == "response.output_item.added" and event.item.type == "function_call":
+                calls_by_item[event.output_index] = (event.item.call_id, event.item.name)
+            elif kind == "response.function_call_arguments.delta":
+                call_id, name = calls_by_item.get(event.output_index, ("", ""))
+                position = sorted(calls_by_item).index(event.output_index) \
+                    if event.output_index in calls_by_item else 0
+                yield ev.tool_args_delta(turn, position, call_id, name, event.delta)
+            elif kind in FINAL_EVENTS:
+                final = event.response
+            elif kind == "error":
+                raise RuntimeError(f"OpenAI stream error: {getattr(event, 'message', event)}")
         if final is None:
             raise RuntimeError("the OpenAI stream ended without a final response")
         if final.status == "failed":

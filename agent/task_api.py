@@ -1,0 +1,88 @@
+"""The one client of a berth server's Task API: its splits, the tasks of a split, and one public task by id.
+
+A server lists tasks as public views (no reference plans): `GET /berth_planning/splits`,
+`POST /berth_planning/tasks {"split"}` and `GET /api/tasks/<task_id>` (PORTSIM_SPEC §6.8). Every failure, from a
+refused connection to an answer that is not a task list, is a `TaskAPIError` that names the server and what was
+asked; a task id goes into a URL only after `valid_task_id` says it is safe.
+"""
+
+from __future__ import annotations
+
+import re
+from types import TracebackType
+from typing import Any, Self
+
+import httpx
+
+from agent.session import http_url
+
+# Task ids name a path segment, so only a safe alphabet gets in (checked with fullmatch: `$` would let a trailing
+# newline through); "." and ".." fit the alphabet but are path steps, not names.
+TASK_ID = re.compile(r"[A-Za-z0-9._-]{1,128}")
+TIMEOUT_S = 10.0
+
+
+class TaskAPIError(RuntimeError):
+    """A server's Task API could not be read, or did not answer with tasks."""
+
+
+def valid_task_id(task_id: Any) -> bool:
+    return isinstance(task_id, str) and TASK_ID.fullmatch(task_id) is not None and task_id not in (".", "..")
+
+
+class TaskAPI:
+    """One server's Task API over one HTTP connection pool; use it as a context manager."""
+
+    def __init__(self, url: str, *, timeout_s: float = TIMEOUT_S):
+        self.base = http_url(url)
+        self._http = httpx.Client(timeout=timeout_s)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def splits(self) -> list[str]:
+        """The names of the server's splits."""
+        answer = self._json("the split list", "GET", "/berth_planning/splits")
+        try:
+            return [str(s["name"]) if isinstance(s, dict) else str(s) for s in answer]
+        except (KeyError, TypeError) as exc:
+            raise self._error("the split list", exc) from exc
+
+    def tasks(self, split: str) -> list[dict]:
+        """The public views of every task of `split`."""
+        what = f"the tasks of split {split!r}"
+        answer = self._json(what, "POST", "/berth_planning/tasks", json={"split": split})
+        tasks = answer.get("tasks", []) if isinstance(answer, dict) else None
+        if not isinstance(tasks, list) or not all(isinstance(t, dict) and "task_id" in t for t in tasks):
+            raise TaskAPIError(f"{self.base} answered {what} with something other than a task list")
+        return tasks
+
+    def task(self, task_id: str) -> dict | None:
+        """The public view of one task; None when the server does not have it."""
+        if not valid_task_id(task_id):
+            raise ValueError(f"task id {str(task_id)[:80]!r} must be 1-128 letters, digits, '.', '-' or '_'")
+        what = f"task {task_id!r}"
+        answer = self._json(what, "GET", f"/api/tasks/{task_id}", missing_ok=True)
+        if answer is not None and not isinstance(answer, dict):
+            raise TaskAPIError(f"{self.base} answered {what} with something other than a task")
+        return answer
+
+    def _json(self, what: str, method: str, path: str, *, missing_ok: bool = False, **options: Any) -> Any:
+        try:
+            response = self._http.request(method, self.base + path, **options)
+            if missing_ok and response.status_code == 404:
+                return None
+            response.raise_for_status()
+            return response.json()
+        except (httpx.HTTPError, ValueError) as exc:  # ValueError: a body that is not JSON
+            raise self._error(what, exc) from exc
+
+    def _error(self, what: str, exc: Exception) -> TaskAPIError:
+        return TaskAPIError(f"could not read {what} from {self.base}: {type(exc).__name__}: {exc}")

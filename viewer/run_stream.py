@@ -1,0 +1,211 @@
+"""Starting an episode from the Run form or the API, and turning its events into what the page or a script sees.
+
+`start_episode` checks the request and starts the episode in the background (agent.runs), or raises `FormError`
+naming the field to fix. `page_frames` follows an episode and yields the Run section's display as dicts keyed by
+component; `api_updates` yields small JSON updates for `gradio_client`. Episodes run in their own workers, so a
+closed tab or client never ends one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import gradio as gr
+
+from agent.providers.registry import MissingKey, check_endpoint, resolve_key
+from agent.runs import CapacityError, EpisodeRun
+from agent.spec import SpecError, parse_spec
+from viewer.chart import optimum_chart, preview_chart, step_chart
+from viewer.context import AppContext
+from viewer.live import LiveView
+from viewer.summary import grade_panel
+from viewer.wiring import base_url
+
+if TYPE_CHECKING:
+    from viewer.run_section import RunSection
+
+# Redraw the page at most this often while tokens stream; the chat diff is small, the chart only on new plans.
+FRAME_S = 0.05
+IDLE_TICK_S = 1.0  # the status line's clock still ticks when nothing arrives
+API_FRAME_S = 0.25
+KEY_FIELDS = {"anthropic": "Anthropic API key", "openai": "OpenAI API key", "hf": "Hugging Face token",
+              "vllm": "vLLM server key"}
+
+
+class FormError(ValueError):
+    """A run request that cannot start; `field` is the form field to fix (`model`, `task`, `server`, `limits`)."""
+
+    def __init__(self, field: str, message: str, *, needs_key: bool = False) -> None:
+        super().__init__(message)
+        self.field, self.needs_key = field, needs_key
+
+
+@dataclass
+class Started:
+    run: EpisodeRun
+    task: dict | None
+    server_url: str | None
+
+
+def start_episode(ctx: AppContext, model: str, task_id: str, turns: Any, tokens: Any, server_choice: str,
+                  url: str, keys: dict[str, str], owner: str) -> Started:
+    """Check the request, then start the episode in the background; every problem is a FormError."""
+    model, task_id = (model or "").strip(), (task_id or "").strip()
+    if not task_id:
+        raise FormError("task", "Pick a task first.")
+    try:
+        spec = parse_spec(model)
+        resolve_key(spec, keys)
+        check_endpoint(spec)
+    except MissingKey as exc:
+        field = KEY_FIELDS.get(spec.provider, "key")
+        raise FormError("model", f"{exc}. Paste it under **API keys** ({field}).", needs_key=True) from None
+    except SpecError as exc:
+        raise FormError("model", str(exc)) from None
+    try:
+        server_url = ctx.server_url(server_choice, url)
+    except ValueError as exc:
+        raise FormError("server", str(exc)) from None
+    try:
+        max_turns, max_tokens = int(turns or 12), int(tokens or 24000)
+        if not 1 <= max_turns <= 60 or not 256 <= max_tokens <= 200000:
+            raise ValueError
+    except (TypeError, ValueError):
+        raise FormError("limits", "Max turns must be 1-60 and max tokens 256-200000.") from None
+    try:
+        run = ctx.registry.start(model, task_id, owner=owner, env_url=server_url, max_turns=max_turns,
+                                 max_tokens=max_tokens, keys={k: v for k, v in keys.items() if v},
+                                 source="space", baseline_pace_s=ctx.settings.baseline_pace_s)
+    except CapacityError as exc:
+        raise FormError("capacity", str(exc)) from None
+    return Started(run, ctx.task_for(task_id, server_url), server_url)
+
+
+def episode_markdown(ctx: AppContext, run: EpisodeRun, request: gr.Request | None) -> str:
+    link = ctx.share_link(f"episode={run.episode_id}", base_url(request))
+    lines = [f"Episode `{run.episode_id}` · [watch link]({link})"]
+    if run.finished:
+        if run.save_error:
+            lines.append(f"⚠️ {run.save_error}")
+        elif run.saved is not None:
+            status = ctx.store.status()
+            waiting = status.get("waiting") or 0
+            where = ("saved locally" if not status.get("dataset")
+                     else f"saved locally, {waiting} waiting to push" if waiting else "saved and pushed to the Hub")
+            share = ctx.share_link(f"tab=browse&rollout={run.episode_id}", base_url(request))
+            lines.append(f"Rollout {where} · [share link]({share})")
+    return "\n\n".join(lines)
+
+
+def _slider(count: int) -> gr.Slider:
+    return gr.Slider(minimum=1, maximum=max(count, 2), value=max(count, 1), step=1, visible=count > 1,
+                     label=f"Draft (1-{count}): step through every plan the model sent")
+
+
+async def page_frames(section: RunSection, run: EpisodeRun, task: dict | None,
+                      request: gr.Request | None) -> AsyncIterator[dict]:
+    """The Run section's display of one episode, from its first event to its grade."""
+    ctx = section.ctx
+    view = LiveView(task, show_tokens=not run.model.startswith("baseline:"))
+    yield {section.chat: [], section.status: "starting…",
+           section.chart: preview_chart(task) if task else None, section.plan_step: gr.Slider(visible=False),
+           section.steps: [], section.grade: "", section.optimal: gr.Plot(visible=False),
+           section.episode_info: episode_markdown(ctx, run, request),
+           section.episode: {"id": run.episode_id, "task_id": run.task_id, "server": None},
+           section.preview: gr.Column(visible=False), section.live: gr.Column(visible=True)}
+    position, last_frame, dirty = 0, 0.0, False
+    while True:
+        batch, finished = run.wait(position, 0)
+        position += len(batch)
+        view.extend(batch)
+        dirty = dirty or bool(batch)
+        now = time.monotonic()
+        if finished or (dirty and now - last_frame >= FRAME_S) or now - last_frame >= IDLE_TICK_S:
+            last_frame, dirty = now, False
+            yield live_frame(section, view, task, run, request, final=finished)
+            if finished:
+                return
+        await asyncio.sleep(FRAME_S / 2)
+
+
+def live_frame(section: RunSection, view: LiveView, task: dict | None, run: EpisodeRun,
+               request: gr.Request | None, *, final: bool) -> dict:
+    frame: dict = {section.chat: view.messages, section.status: view.status()}
+    if view.new_plan:
+        view.new_plan = False
+        count = len(view.steps)
+        frame.update({section.chart: step_chart(task, view.steps, count - 1), section.plan_step: _slider(count),
+                      section.steps: list(view.steps)})
+    if final:
+        record = view.record or run.record or {}
+        last = view.steps[-1].get("plan") if view.steps else None
+        optimal = optimum_chart(task, last, label="the model's last plan")
+        frame.update({section.grade: grade_panel(record, task),
+                      section.optimal: gr.Plot(value=optimal, visible=optimal is not None),
+                      section.episode_info: episode_markdown(section.ctx, run, request)})
+    return frame
+
+
+def replay_frame(section: RunSection, record: dict, request: gr.Request | None) -> dict:
+    """The Run section's display of a finished, stored episode (a watch link opened after it ended)."""
+    from viewer.replay import record_events
+
+    ctx = section.ctx
+    task = ctx.task_for(str(record.get("task_id") or ""), None)
+    view = LiveView(task, show_tokens=not str(record.get("model") or "").startswith("baseline:"))
+    view.extend(record_events(record))
+    steps = list(record.get("steps") or [])
+    last = steps[-1].get("plan") if steps else None
+    optimal = optimum_chart(task, last, label="the model's last plan")
+    episode_id = str(record.get("episode_id") or "")
+    share = ctx.share_link(f"tab=browse&rollout={episode_id}", base_url(request))
+    return {section.chat: view.messages, section.status: view.status(),
+            section.chart: step_chart(task, steps, len(steps) - 1), section.plan_step: _slider(len(steps)),
+            section.steps: steps, section.grade: grade_panel(record, task),
+            section.optimal: gr.Plot(value=optimal, visible=optimal is not None),
+            section.episode_info: f"Episode `{episode_id}` (finished) · [share link]({share})",
+            section.episode: {"id": episode_id, "task_id": record.get("task_id", ""), "server": None},
+            section.preview: gr.Column(visible=False), section.live: gr.Column(visible=True)}
+
+
+async def api_updates(ctx: AppContext, model: str, task_id: str, max_turns: int, max_tokens: int, server: str,
+                      request: gr.Request | None) -> AsyncIterator[dict]:
+    """The `run` API: the same episode as the Run tab, as small JSON updates for scripts."""
+    owner = getattr(request, "session_hash", None) or "api"
+    try:
+        started = start_episode(ctx, model, task_id, max_turns, max_tokens, server or "embedded", "", {}, owner)
+    except FormError as exc:
+        raise gr.Error(str(exc).replace("**", "")) from None
+    run = started.run
+    view = LiveView(None)
+    position, last = 0, 0.0
+    while True:
+        batch, finished = run.wait(position, 0)
+        position += len(batch)
+        view.extend(batch)
+        now = time.monotonic()
+        # A script gets an update at every step of the episode (a turn, a call, a result), and at most four a
+        # second while tokens stream.
+        step = any(e["type"] not in ("text_delta", "reasoning_delta", "tool_args_delta") for e in batch)
+        if finished or step or (batch and now - last >= API_FRAME_S):
+            last = now
+            yield _api_update(run, view, position, batch, finished)
+            if finished:
+                return
+        await asyncio.sleep(FRAME_S / 2)
+
+
+def _api_update(run: EpisodeRun, view: LiveView, position: int, batch: list[dict], finished: bool) -> dict:
+    update = {"episode_id": run.episode_id, "state": "finished" if finished else "running",
+              "status": view.status(), "events": position, "last": batch[-1]["type"] if batch else None}
+    if finished:
+        record = run.record or {}
+        grade = (record.get("final") or {}).get("grade") or {}
+        update.update(reward=record.get("reward"), end_reason=record.get("end_reason"),
+                      feasible=grade.get("feasible"), cost=grade.get("cost"), errors=record.get("errors") or [],
+                      saved=run.save_error is None)
+    return update
