@@ -1,9 +1,9 @@
 """The berth-planning agent arena: run a model on a PortSimEnv v1 task and watch it live; browse every rollout.
 
-    python app.py            # http://127.0.0.1:7860, embedded berth server, offline with baseline:greedy
+    python app.py            # http://127.0.0.1:7860, embedded berth server, offline with the baselines
 
-Configuration is by environment variables (README.md, ../shared/DESIGN.md): BERTH_ENV_URL, ROLLOUT_DIR,
-ROLLOUT_DATASET, PUBLIC_ROLLOUTS, HF_TOKEN and the provider keys.
+This file composes the sections (viewer/) and the API for scripts; configuration is by environment variables
+(README.md): BERTH_ENV_URL, ROLLOUT_DIR, ROLLOUT_DATASET, PUBLIC_ROLLOUTS, HF_TOKEN and the provider keys.
 """
 
 from __future__ import annotations
@@ -11,81 +11,70 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator
 
 import gradio as gr
 
-from rollouts.schema import valid_episode_id
+from viewer import api
 from viewer.browse_section import build_browse_tab
 from viewer.context import AppContext
-from viewer.run_section import api_updates, build_run_tab
+from viewer.run_section import attach_episode, build_run_section
+from viewer.wiring import bind
 
 TITLE = "Berth-planning agent arena"
-INTRO = (f"# ⚓ {TITLE}\n"
-         "Language models re-plan a broken week of container-ship dockings at a Port of Barcelona quay "
-         "([PortSimEnv v1](https://fineenvs-portsimenv.hf.space)). Pick a model and a task, watch it think, "
-         "check drafts and submit; every rollout is kept, and **Browse** compares them. Task data: Port de "
-         "Barcelona open data (CC BY-SA 4.0).")
+HEADER = (f"## ⚓ {TITLE}\n"
+          "Watch language models re-plan a broken week of container-ship dockings at a Port of Barcelona quay.")
+ABOUT = ("Each task is one week at quay 24B or 36A of the Port of Barcelona, from the port's open data: ships "
+         "arrive late, sections close, cranes break, gales stop all moves. The model reads the situation, tests "
+         "drafts with `check_plan` (10 per episode) and hands in one plan with `submit_plan`, graded against a "
+         "proven optimum ([PortSimEnv v1](https://fineenvs-portsimenv.hf.space), played here on an embedded "
+         "compatible server). **Run** plays a model live; **Browse** ranks, compares and shares every rollout. "
+         "Task data: Port de Barcelona open data portal, CC BY-SA 4.0.")
 CSS = """
+#header {padding: 0 0 2px 0}
+#header h2 {margin: 0 0 2px 0}
+#header p {margin: 0}
 #status {min-height: 1.5em}
 #chat .message-wrap {font-size: 0.92rem}
+.berth-chart {overflow-x: auto}
+.berth-chart .js-plotly-plot, .berth-chart .plot-container {min-width: 720px}
+@media (max-width: 640px) {
+  #header h2 {font-size: 1.15rem}
+  #header p {font-size: 0.85rem}
+}
 """
 
 
 def build_app(ctx: AppContext | None = None) -> gr.Blocks:
     ctx = ctx or AppContext.create()
     with gr.Blocks(title=TITLE) as demo:
-        gr.Markdown(INTRO)
+        gr.Markdown(HEADER, elem_id="header")
+        with gr.Accordion("What is this?", open=False, elem_id="about"):
+            gr.Markdown(ABOUT)
         with gr.Tabs(selected="run") as tabs:
             with gr.Tab("Run", id="run"):
-                run_tab = build_run_tab(ctx)
+                run = build_run_section(ctx)
             with gr.Tab("Browse", id="browse"):
-                browse_tab = build_browse_tab(ctx)
+                browse = build_browse_tab(ctx)
         watch = gr.Textbox(visible=False, elem_id="watch-episode")
-
-        def on_load(request: gr.Request):
-            query = dict(request.query_params) if request is not None else {}
-            episode = (query.get("episode") or "").strip()
-            tab = "browse" if query.get("tab") == "browse" or query.get("rollout") else "run"
-            return gr.Tabs(selected=tab), episode, (query.get("rollout") or "").strip()
-
-        loaded = demo.load(on_load, None, [tabs, watch, browse_tab.rollout_id], api_visibility="private")
-        loaded.then(run_tab.attach, watch, run_tab.outputs, api_visibility="private")
-        browse_tab.on_deep_link(loaded)
-
-        # -- the API for scripts (gradio_client): run streams updates, rollout returns a record --------------
-        async def run(model: str, task_id: str, max_turns: int = 12, max_tokens: int = 24000,
-                      server: str = "embedded", request: gr.Request = None) -> AsyncIterator[dict]:
-            """Play one episode; streams {episode_id, state, status, turn, reward, end_reason}, then the record's
-            summary. Keys come from the Space's environment only."""
-            async for update in api_updates(ctx, model, task_id, max_turns, max_tokens, server, request):
-                yield update
-
-        gr.api(run, api_name="run", concurrency_limit=None)
-
-        def rollout(episode_id: str) -> dict:
-            """The rollout record of a finished episode (or its live state while it runs)."""
-            episode_id = (episode_id or "").strip()
-            if not valid_episode_id(episode_id):
-                raise gr.Error("malformed episode id")
-            live = ctx.registry.get(episode_id)
-            if live is not None and live.record is not None:
-                return live.record
-            record = ctx.store.load(episode_id)
-            if record is not None:
-                return record
-            if live is not None:
-                return {"episode_id": episode_id, "state": "running", "events": len(live.events)}
-            raise gr.Error(f"no rollout {episode_id}")
-
-        gr.api(rollout, api_name="rollout")
-
-        def stop(episode_id: str) -> bool:
-            """Stop a running episode; it ends as `stopped` and its rollout is kept. False if it was not running."""
-            return ctx.registry.stop((episode_id or "").strip())
-
-        gr.api(stop, api_name="stop")
+        loaded = demo.load(read_link, None, [tabs, watch, browse.rollout_id], api_visibility="private")
+        loaded.then(bind(attach_episode, run), [watch], run.frame_outputs, api_visibility="private")
+        browse.on_deep_link(loaded)
+        _api(ctx)
     return demo
+
+
+def read_link(request: gr.Request) -> tuple:
+    """The page's own link: `?episode=` re-attaches to an episode, `?rollout=` or `?tab=browse` opens Browse."""
+    query = dict(request.query_params) if request is not None else {}
+    tab = "browse" if query.get("tab") == "browse" or query.get("rollout") else "run"
+    return gr.Tabs(selected=tab), (query.get("episode") or "").strip(), (query.get("rollout") or "").strip()
+
+
+def _api(ctx: AppContext) -> None:
+    """The API for scripts (gradio_client): `run` streams updates, `rollout` returns a record, `stop` stops."""
+    gr.api(bind(api.run, ctx), api_name="run", concurrency_limit=None)
+    gr.api(bind(api.rollout, ctx), api_name="rollout")
+    gr.api(bind(api.stop, ctx), api_name="stop")
 
 
 def launch(demo: gr.Blocks, **options):

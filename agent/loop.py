@@ -75,7 +75,7 @@ def stream_episode(model: str, task_id: str, *, env_url: str | None = None,
 
     `env_url` None plays on the embedded server. `keys` maps a provider (`anthropic`, `openai`, `hf`, `vllm`) to a
     key for this run only; it never reaches the record. Setting `stop` ends the episode as `stopped`.
-    `baseline_pace_s` slows a baseline player to a readable pace (seconds per word) for people watching live.
+    `baseline_pace_s` slows a baseline player to a readable pace (seconds per step) for people watching live.
     """
     started_wall, started = time.time(), time.monotonic()
     limits = {"max_turns": max_turns, "max_tokens": max_tokens, "wall_clock_s": wall_clock_s}

@@ -89,9 +89,10 @@ class RunRegistry:
         with self._lock:
             return self._runs.get(episode_id)
 
-    def stop(self, episode_id: str) -> bool:
+    def stop(self, episode_id: str, *, owner: str | None = None) -> bool:
+        """Stop a running episode; with `owner`, only if that owner started it. False when nothing was stopped."""
         run = self.get(episode_id)
-        if run is None or run.finished:
+        if run is None or run.finished or (owner is not None and run.owner != owner):
             return False
         run.stop_event.set()
         return True

@@ -11,9 +11,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from agent.task_api import TIMEOUT_S, TaskAPI, TaskAPIError, valid_task_id
-from berth_env import load_pack
+from berth_env import TIERS, load_pack
 
-TIER_ORDER = ("standard", "busy", "storm", "extreme")
 PUBLIC_SERVER = "https://fineenvs-portsimenv.hf.space"
 REMOTE_TASKS_KEPT = 256
 
@@ -45,7 +44,7 @@ def choice_of(task: dict) -> TaskChoice:
 
 def sort_choices(choices: list[TaskChoice]) -> list[TaskChoice]:
     """Grouped by tier (easiest first), then quay, then id."""
-    rank = {tier: i for i, tier in enumerate(TIER_ORDER)}
+    rank = {tier: i for i, tier in enumerate(TIERS)}
     return sorted(choices, key=lambda c: (rank.get(c.difficulty, len(rank)), c.quay, c.task_id))
 
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent.runs import RunRegistry
-from agent.tasks import PUBLIC_SERVER
+from agent.tasks import PUBLIC_SERVER, TaskChoice, embedded_catalog, task_for
+from rollouts.layout import default_rollout_dir
 from rollouts.store import RolloutStore
 
 SERVER_CHOICES = [("Embedded (this Space, offline)", "embedded"),
@@ -25,20 +27,22 @@ class Settings:
     space_id: str | None
     max_episodes: int
     max_episodes_per_session: int
+    # A baseline pauses this long before each tool call in the app, so a person watching can follow the story.
+    baseline_pace_s: float = 0.5
 
     @classmethod
     def from_env(cls) -> Settings:
         space_id = os.environ.get("SPACE_ID") or None
-        default_dir = "/data/rollouts" if space_id and Path("/data").is_dir() else "rollouts"
         return cls(
             env_url=os.environ.get("BERTH_ENV_URL") or None,
-            rollout_dir=Path(os.environ.get("ROLLOUT_DIR") or default_dir),
+            rollout_dir=default_rollout_dir(),
             dataset=os.environ.get("ROLLOUT_DATASET") or None,
             hub_token=os.environ.get("HF_TOKEN") or None,
             public_rollouts=os.environ.get("PUBLIC_ROLLOUTS", "FineEnvs/PortSimEnv") or None,
             space_id=space_id,
             max_episodes=int(os.environ.get("ARENA_MAX_EPISODES", "16")),
             max_episodes_per_session=int(os.environ.get("ARENA_MAX_EPISODES_PER_SESSION", "2")),
+            baseline_pace_s=float(os.environ.get("ARENA_BASELINE_PACE_S", "0.5")),
         )
 
     @property
@@ -52,6 +56,9 @@ class AppContext:
     settings: Settings
     store: RolloutStore
     registry: RunRegistry
+    # Tasks listed by remote servers this process has read, so their labels survive a filter change.
+    _remote: dict[str, TaskChoice] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
     def create(cls, settings: Settings | None = None) -> AppContext:
@@ -76,6 +83,21 @@ class AppContext:
             return self.settings.env_url
         # The API takes a URL in the same slot.
         return self.server_url("custom", choice)
+
+    def task_for(self, task_id: str, server_url: str | None) -> dict | None:
+        """The full task (the embedded pack's, reference included) or the public one a remote server shows."""
+        return task_for(task_id, server_url)
+
+    def remember_tasks(self, choices: list[TaskChoice]) -> None:
+        with self._lock:
+            self._remote.update({c.task_id: c for c in choices})
+
+    def choices_for(self, ids: list[str]) -> list[TaskChoice]:
+        """The picker's tasks, in the order given: embedded ones, then those remote servers listed."""
+        known = {c.task_id: c for c in embedded_catalog()}
+        with self._lock:
+            known.update({k: v for k, v in self._remote.items() if k not in known})
+        return [known[i] for i in ids if i in known]
 
     def share_link(self, query: str, base_url: str | None = None) -> str:
         """A link to this app with `query` (`episode=...` or `tab=browse&rollout=...`)."""

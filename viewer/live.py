@@ -18,8 +18,9 @@ _DELTAS = ("text_delta", "reasoning_delta", "tool_args_delta")
 
 
 class LiveView:
-    def __init__(self, task: dict | None = None):
+    def __init__(self, task: dict | None = None, *, show_tokens: bool = True):
         self.task = task
+        self.show_tokens = show_tokens  # baselines spend no tokens: a "0 in / 0 out" line would only puzzle
         self.chat = ChatBuilder(task)
         self.steps: list[dict] = []
         self.record: dict | None = None
@@ -55,4 +56,4 @@ class LiveView:
         events = self._key_events
         if self._last is not None and (not events or events[-1] is not self._last):
             events = [*events, self._last]
-        return status_line(events) if events else "starting"
+        return status_line(events, tokens=self.show_tokens) if events else "starting"

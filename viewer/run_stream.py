@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 import gradio as gr
 
-from agent.providers.registry import MissingKey, check_endpoint, resolve_key
+from agent.providers.registry import MissingKey, check_endpoint, parse_spec, resolve_key
 from agent.runs import CapacityError, EpisodeRun
-from agent.spec import SpecError, parse_spec
+from agent.spec import SpecError
 from viewer.chart import optimum_chart, preview_chart, step_chart
 from viewer.context import AppContext
 from viewer.live import LiveView

@@ -9,7 +9,7 @@ from viewer.markdown import escape_cell, fmt_num, shorten
 
 # --- the live status line ------------------------------------------------------------------------------------
 
-def status_line(events: Sequence[Mapping[str, Any]]) -> str:
+def status_line(events: Sequence[Mapping[str, Any]], *, tokens: bool = True) -> str:
     """One line for the top of the Run tab: turn k of N, tokens, elapsed seconds, state.
 
     Scans from the newest event backwards and stops once it knows everything, so calling it after every event
@@ -48,7 +48,7 @@ def status_line(events: Sequence[Mapping[str, Any]]) -> str:
     parts = []
     if turn is not None:
         parts.append(f"turn {turn} of {max_turns}" if max_turns else f"turn {turn}")
-    if usage:
+    if usage and tokens:
         parts.append(f"{int(usage.get('input_tokens') or 0):,} in / {int(usage.get('output_tokens') or 0):,} out tokens")
     if elapsed is not None:
         parts.append(f"{elapsed:.0f} s")

@@ -104,7 +104,7 @@ class ProviderSetup:
     max_turns: int
     key: str | None = None  # never written anywhere: it goes to the SDK client only
     retry_base_s: float = RETRY_BASE_S  # the first retry wait when the provider names none
-    pace_s: float = 0.0  # baselines only: seconds per word, so a person watching live can read along
+    pace_s: float = 0.0  # baselines only: seconds per step, so a person watching live can follow along
 
 
 class ModelAPI:

@@ -1,7 +1,9 @@
-"""Heuristic players that need no key and no network (`baseline:greedy`, `baseline:naive`).
+"""Heuristic players that need no key and no network (`baseline:greedy`, `baseline:naive`, `baseline:hasty`).
 
 They play through the same loop and the same server tools as a model: read the situation, check a draft, repair
 the ships the check flags, submit. They say what they do in short sentences so a live view has something to show.
+`hasty` plays like a model in a hurry: its first draft is the published plan as it stands, so its first check
+comes back full of violations, and it mends the flagged ships check by check until the plan is clean.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ PLAYERS = {
               "to its planned one, at the earliest hour that fits",
     "naive": "ships in their published order with their planned cranes, each at the earliest hour from its "
              "planned one where a section near its planned one is free",
+    "hasty": "ships exactly where the port's published plan had them, as if nothing had happened this week",
 }
 
 
@@ -50,7 +53,7 @@ class BaselinePlayer(ModelAPI):
             raise BaselineError(f"baseline:{name} plays only the tasks of the embedded task pack, and "
                                 f"{task_id!r} is not one of them") from None
         self.name, self.max_turns = name, max_turns
-        self.pace_s = pace_s  # seconds per word, so a person watching live can read along
+        self.pace_s = pace_s  # seconds per step (its words, then its tool call), so a person can follow along
         self.provider_switches: list[str] = []
         self.plan: list[dict] | None = None
         self.last_check: dict | None = None
@@ -118,18 +121,22 @@ class BaselinePlayer(ModelAPI):
 
     def _draft(self) -> list[dict]:
         from berth_env import greedy_plan, naive_plan
+        from berth_env.baselines import published_plan
 
-        return greedy_plan(self.task) if self.name == "greedy" else naive_plan(self.task)
+        return {"greedy": greedy_plan, "naive": naive_plan, "hasty": published_plan}[self.name](self.task)
 
     def _submit(self, turn: int, text: str) -> TurnStream:
         self.submitted = True
         return (yield from self._act(turn, text, "submit_plan", {"plan": self.plan or []}))
 
     def _act(self, turn: int, text: str, tool: str, arguments: dict) -> TurnStream:
-        for word in _words(text):
-            if self.pace_s:
-                self._interrupt.sleep(self.pace_s)
+        words = _words(text)
+        for word in words:
+            if self.pace_s:  # the words take half of the step's time, the pause before the call the other half
+                self._interrupt.sleep(self.pace_s / 2 / len(words))
             yield ev.text_delta(turn, word)
+        if self.pace_s:
+            self._interrupt.sleep(self.pace_s / 2)
         self._calls += 1
         call = ToolCall(f"baseline_{self._calls}", tool, json.dumps(arguments))
         yield ev.tool_args_delta(turn, 0, call.id, call.name, call.arguments)
