@@ -37,9 +37,13 @@ CSS = """
 #chat .message-wrap {font-size: 0.92rem}
 .berth-chart {overflow-x: auto}
 .berth-chart .js-plotly-plot, .berth-chart .plot-container {min-width: 720px}
+#run-buttons button {min-height: 42px}
+#random-task {align-self: flex-end; max-height: 42px; margin-bottom: 6px}
 @media (max-width: 640px) {
+  .gradio-container {padding-left: 8px !important; padding-right: 8px !important}
   #header h2 {font-size: 1.15rem}
   #header p {font-size: 0.85rem}
+  #run-buttons {flex-wrap: nowrap}
 }
 """
 
@@ -57,7 +61,8 @@ def build_app(ctx: AppContext | None = None) -> gr.Blocks:
                 browse = build_browse_tab(ctx)
         watch = gr.Textbox(visible=False, elem_id="watch-episode")
         loaded = demo.load(read_link, None, [tabs, watch, browse.rollout_id], api_visibility="private")
-        loaded.then(bind(attach_episode, run), [watch], run.frame_outputs, api_visibility="private")
+        loaded.then(bind(attach_episode, run), [watch], run.frame_outputs, show_progress="hidden",
+                    api_visibility="private")
         browse.on_deep_link(loaded)
         _api(ctx)
     return demo

@@ -6,12 +6,23 @@ This module holds the grammar only; which providers exist is the registry's busi
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection
 from dataclasses import dataclass
 
 from rollouts.schema import model_name
 
 EFFORTS = ("low", "medium", "high")
+# A spec names the model in every record and on the public board: a bounded length and a plain alphabet
+# (provider and model ids, `@effort`, `hf:` route lists) keep control characters and megabytes out of both.
+SPEC_MAX_CHARS = 200
+SPEC_CHARS = re.compile(r"[A-Za-z0-9._:/@|+\-]+")
+
+
+def _quoted(text: str, limit: int = 60) -> str:
+    """A short, printable excerpt of a spec for an error message."""
+    text = "".join(c if c.isprintable() else "?" for c in text[: limit + 1])
+    return repr(text if len(text) <= limit else text[:limit] + "…")
 
 
 class SpecError(ValueError):
@@ -37,15 +48,19 @@ def read_spec(text: str, providers: Collection[str]) -> ModelSpec:
 
     `providers` are the prefixes a spec may start with.
     """
-    spec = (text or "").strip()
+    spec = (text or "").strip() if isinstance(text, str) else ""
+    if len(spec) > SPEC_MAX_CHARS:
+        raise SpecError(f"model spec {_quoted(spec)} is longer than {SPEC_MAX_CHARS} characters")
+    if spec and not SPEC_CHARS.fullmatch(spec):
+        raise SpecError(f"model spec {_quoted(spec)} may use only letters, digits and . _ : / @ | + -")
     provider, sep, rest = spec.partition(":")
     if not sep or provider not in providers:
-        raise SpecError(f"model spec {text!r} must start with one of {', '.join(p + ':' for p in providers)}")
+        raise SpecError(f"model spec {_quoted(spec)} must start with one of {', '.join(p + ':' for p in providers)}")
     base, at, effort = rest.partition("@")
     if at and effort not in EFFORTS:
-        raise SpecError(f"model spec {text!r}: effort must be one of {', '.join('@' + e for e in EFFORTS)}")
+        raise SpecError(f"model spec {_quoted(spec)}: effort must be one of {', '.join('@' + e for e in EFFORTS)}")
     if not base:
-        raise SpecError(f"model spec {text!r} names no model")
+        raise SpecError(f"model spec {_quoted(spec)} names no model")
     if provider != "hf":
         return ModelSpec(spec, provider, base, effort or None)
     # `org/model:prov1|prov2` -> try `org/model:prov1`, then `org/model:prov2` on a rejected request.
@@ -54,5 +69,5 @@ def read_spec(text: str, providers: Collection[str]) -> ModelSpec:
         return ModelSpec(spec, provider, base, effort or None)
     chain = [f"{name}:{route.strip()}" for route in routes.split("|") if route.strip()]
     if not chain:
-        raise SpecError(f"model spec {text!r} has an empty provider list")
+        raise SpecError(f"model spec {_quoted(spec)} has an empty provider list")
     return ModelSpec(spec, provider, chain[0], effort or None, tuple(chain[1:]))

@@ -33,7 +33,7 @@ class TaskChoice:
     @property
     def label(self) -> str:
         kinds = ", ".join(self.disruptions) or "no disruption"
-        return f"{self.difficulty} · quay {self.quay} · {self.ships} ships · {kinds} — {self.task_id}"
+        return f"{self.task_id} · {self.ships} ships · {kinds}"
 
 
 def choice_of(task: dict) -> TaskChoice:

@@ -92,7 +92,7 @@ def test_a_session_may_not_run_more_than_its_share(arena, slow_model):
 
 @pytest.mark.parametrize("model, message", [
     ("gpt-without-provider", "must start with one of"),
-    ("anthropic:claude-x", "needs an API key"),
+    ("anthropic:claude-x", "needs an Anthropic API key"),
 ])
 def test_bad_specs_and_missing_keys_get_a_clear_error(arena, monkeypatch, model, message):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)

@@ -34,7 +34,7 @@ EMERGENCY_MARK = "#C2185B"
 TAIL_OPACITY = 0.35
 PROBLEMS_IN_HOVER = 4
 # The chart is drawn for a plot area about this wide; a label is only written where it fits (no overlapping text).
-PLOT_WIDTH_PX = 860
+PLOT_WIDTH_PX = 700
 PLOT_HEIGHT_PX = 330
 CHAR_PX = 6.2                # width of one character of the 10 px label font
 

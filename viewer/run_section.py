@@ -27,7 +27,7 @@ from viewer.context import SERVER_CHOICES, AppContext
 from viewer.markdown import escape_md
 from viewer.run_stream import FormError, page_frames, replay_frame, start_episode
 from viewer.task_view import task_brief
-from viewer.wiring import bind
+from viewer.wiring import bind, unchanged
 
 log = logging.getLogger(__name__)
 
@@ -108,16 +108,15 @@ def _build_form(ctx: AppContext, choices: list[TaskChoice], default: str) -> dic
     model = gr.Dropdown(PRESETS, value=DEFAULT_MODEL, allow_custom_value=True, label="Model",
                         info="provider:model[@effort] · baselines need no key", elem_id="model")
     model_note = gr.Markdown(visible=False, elem_id="model-note")
-    with gr.Row(elem_id="task-filters"):
-        tier = gr.Dropdown(["all", *TIERS], value="all", label="Tier", min_width=90, elem_id="tier")
-        quay = gr.Dropdown(["all", *_quays(choices)], value="all", label="Quay", min_width=90, elem_id="quay")
-    with gr.Row(equal_height=True):
-        task = gr.Dropdown([(c.label, c.task_id) for c in choices], value=default, label="Task", scale=5,
-                           allow_custom_value=True, elem_id="task", info="type to search")
-        random_task = gr.Button("🎲", size="sm", scale=0, min_width=44, elem_id="random-task")
-    with gr.Row():
-        run_button = gr.Button("▶ Run", variant="primary", elem_id="run")
-        stop_button = gr.Button("■ Stop", variant="secondary", interactive=False, elem_id="stop")
+    task = gr.Dropdown([(c.label, c.task_id) for c in choices], value=default, label="Task",
+                       allow_custom_value=True, elem_id="task", info="type to search by id, tier, quay or event")
+    with gr.Row(elem_id="task-filters", equal_height=True):
+        tier = gr.Dropdown(["all", *TIERS], value="all", label="Tier", min_width=80, elem_id="tier")
+        quay = gr.Dropdown(["all", *_quays(choices)], value="all", label="Quay", min_width=80, elem_id="quay")
+        random_task = gr.Button("🎲 Random", size="sm", min_width=80, elem_id="random-task")
+    with gr.Row(elem_id="run-buttons"):
+        run_button = gr.Button("▶ Run", variant="primary", min_width=100, elem_id="run")
+        stop_button = gr.Button("■ Stop", variant="secondary", interactive=False, min_width=100, elem_id="stop")
     episode_info = gr.Markdown(elem_id="episode-info")
     with gr.Accordion("Server and limits", open=False, elem_id="settings"):
         server = gr.Radio(SERVER_CHOICES, value="embedded", label="Berth server", elem_id="server")
@@ -151,7 +150,7 @@ def _build_view(ctx: AppContext, default: str) -> dict[str, Any]:
         preview_plot = gr.Plot(preview_chart(task) if task else None, show_label=False,
                                elem_id="preview-chart", elem_classes=["berth-chart"])
     with gr.Column(visible=False, elem_id="live") as live:
-        chat = gr.Chatbot(label="Episode", height=520, elem_id="chat", sanitize_html=True, render_markdown=True,
+        chat = gr.Chatbot(label="Episode", height=430, elem_id="chat", sanitize_html=True, render_markdown=True,
                           feedback_options=None, group_consecutive_messages=False, buttons=["copy_all"])
         chart = gr.Plot(show_label=False, elem_id="chart", elem_classes=["berth-chart"])
         plan_step = gr.Slider(minimum=1, maximum=2, value=1, step=1, visible=False, label="Draft",
@@ -176,8 +175,10 @@ def _wire(s: RunSection) -> None:
     form = [s.model, s.task, s.max_turns, s.max_tokens, s.server, s.server_url, *s.key_fields.values()]
     controls = [s.run_button, s.stop_button, s.model_note, s.server_note]
     started = s.run_button.click(bind(lock_controls, s), None, controls, **private)
+    # show_progress hidden: the status line says how the episode goes, and Gradio's progress dots would sit
+    # under every finished tool call of the chat until the episode ends.
     running = started.then(bind(start_run, s), form, [*s.frame_outputs, s.model_note, s.server_note, s.keys],
-                           concurrency_limit=None, **private)
+                           concurrency_limit=None, show_progress="hidden", **private)
     running.then(bind(unlock_controls, s), None, [s.run_button, s.stop_button], **private)
     s.stop_button.click(bind(stop_run, s), [s.episode], [s.status, s.stop_button], **private)
     s.plan_step.release(bind(show_step, s), [s.plan_step, s.steps, s.episode], [s.chart], **private)
@@ -205,7 +206,7 @@ def refilter_tasks(section: RunSection, tier: str, quay: str, ids: list[str], cu
 
 def pick_random_task(section: RunSection, tier: str, quay: str, ids: list[str], current: str) -> dict:
     choice = random_choice(_filtered(section, tier, quay, ids))
-    return {section.task: gr.Dropdown(value=choice.task_id)} if choice else {}
+    return {section.task: gr.Dropdown(value=choice.task_id)} if choice else unchanged(section.task)
 
 
 def change_server(section: RunSection, choice: str, url: str) -> dict:
@@ -257,7 +258,7 @@ async def start_run(section: RunSection, model: str, task_id: str, turns: float,
 
 
 def _form_error(section: RunSection, exc: FormError) -> dict:
-    text = f"⚠️ {exc}"
+    text = f"⚠️ {escape_md(exc)}"
     if exc.field == "server":
         return {section.server_note: gr.Markdown(text, visible=True)}
     if exc.field in ("capacity", "limits"):
@@ -273,12 +274,12 @@ def stop_run(section: RunSection, episode: dict | None, request: gr.Request) -> 
     owner = getattr(request, "session_hash", None) or "anonymous"
     if episode and section.ctx.registry.stop(episode["id"], owner=owner):
         return {section.status: "Stopping… the rollout is kept.", section.stop_button: gr.Button(interactive=False)}
-    return {}
+    return unchanged(section.status)
 
 
 def show_step(section: RunSection, index: float, steps: list[dict], episode: dict | None) -> dict:
     if not episode:
-        return {}
+        return unchanged(section.chart)
     task = section.ctx.task_for(episode["task_id"], episode.get("server"))
     return {section.chart: step_chart(task, steps, int(index) - 1)}
 
@@ -286,7 +287,8 @@ def show_step(section: RunSection, index: float, steps: list[dict], episode: dic
 async def attach_episode(section: RunSection, episode_id: str, request: gr.Request) -> AsyncIterator[dict]:
     """Re-attach to a running or finished episode (`?episode=<id>`); watching only, never stopping."""
     episode_id = (episode_id or "").strip()
-    if not episode_id:  # an ordinary page load, not an `?episode=` link
+    if not episode_id:  # an ordinary page load, not an `?episode=` link: change nothing
+        yield unchanged(section.status)
         return
     if not valid_episode_id(episode_id):
         yield {section.status: "⚠️ That episode id is malformed."}

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import gradio as gr
 
-from agent.providers.registry import MissingKey, check_endpoint, parse_spec, resolve_key
+from agent.providers.registry import MissingKey, check_endpoint, parse_spec, provider_class, resolve_key
 from agent.runs import CapacityError, EpisodeRun
 from agent.spec import SpecError
 from viewer.chart import optimum_chart, preview_chart, step_chart
@@ -33,11 +33,20 @@ FRAME_S = 0.05
 IDLE_TICK_S = 1.0  # the status line's clock still ticks when nothing arrives
 API_FRAME_S = 0.25
 KEY_FIELDS = {"anthropic": "Anthropic API key", "openai": "OpenAI API key", "hf": "Hugging Face token",
-              "vllm": "vLLM server key"}
+              "vllm": "vLLM server key"}  # as the form's key fields are labelled
+
+
+def excerpt(text: str, limit: int = 60) -> str:
+    """A short excerpt of user input for an error message (the whole of it may be a megabyte)."""
+    text = " ".join(str(text).split())
+    return repr(text if len(text) <= limit else text[:limit] + "…")
 
 
 class FormError(ValueError):
-    """A run request that cannot start; `field` is the form field to fix (`model`, `task`, `server`, `limits`)."""
+    """A run request that cannot start; `field` is the form field to fix (`model`, `task`, `server`, `limits`).
+
+    The message is plain text; the page escapes it.
+    """
 
     def __init__(self, field: str, message: str, *, needs_key: bool = False) -> None:
         super().__init__(message)
@@ -61,9 +70,11 @@ def start_episode(ctx: AppContext, model: str, task_id: str, turns: Any, tokens:
         spec = parse_spec(model)
         resolve_key(spec, keys)
         check_endpoint(spec)
-    except MissingKey as exc:
-        field = KEY_FIELDS.get(spec.provider, "key")
-        raise FormError("model", f"{exc}. Paste it under **API keys** ({field}).", needs_key=True) from None
+    except MissingKey:
+        field = KEY_FIELDS.get(spec.provider, "API key")
+        variable = provider_class(spec.provider).key_env
+        raise FormError("model", f"{excerpt(model)} needs an {field}: paste one under API keys below (used for "
+                                 f"this run only), or set {variable} on the Space.", needs_key=True) from None
     except SpecError as exc:
         raise FormError("model", str(exc)) from None
     try:
@@ -179,7 +190,7 @@ async def api_updates(ctx: AppContext, model: str, task_id: str, max_turns: int,
     try:
         started = start_episode(ctx, model, task_id, max_turns, max_tokens, server or "embedded", "", {}, owner)
     except FormError as exc:
-        raise gr.Error(str(exc).replace("**", "")) from None
+        raise gr.Error(str(exc)) from None
     run = started.run
     view = LiveView(None)
     position, last = 0, 0.0

@@ -50,3 +50,8 @@ def base_url(request: gr.Request | None) -> str | None:
 def skip(count: int) -> tuple:
     """`count` outputs left as they are."""
     return tuple(gr.skip() for _ in range(count))
+
+
+def unchanged(component: Any) -> dict:
+    """A handler's answer that changes nothing (Gradio reads an empty dict as a missing answer)."""
+    return {component: gr.skip()}
