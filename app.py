@@ -40,12 +40,13 @@ CSS = """
 #run-buttons button {min-height: 42px}
 #random-task {align-self: flex-end; max-height: 42px; margin-bottom: 6px}
 @media (max-width: 640px) {
-  .gradio-container {padding-left: 8px !important; padding-right: 8px !important}
   #header h2 {font-size: 1.15rem}
   #header p {font-size: 0.85rem}
   #run-buttons {flex-wrap: nowrap}
 }
 """
+# Gradio scopes `css` to the app's content; the page margin belongs to an element around it.
+HEAD = "<style>@media (max-width: 640px) { .gradio-container .main.app {padding-left: 10px; padding-right: 10px} }</style>"
 
 
 def build_app(ctx: AppContext | None = None) -> gr.Blocks:
@@ -85,7 +86,7 @@ def _api(ctx: AppContext) -> None:
 def launch(demo: gr.Blocks, **options):
     """Queue and launch; run history stays off, since it would keep typed API keys in the browser."""
     demo.queue(default_concurrency_limit=8, max_size=128)
-    return demo.launch(css=CSS, footer_links=["api"], run_history=False, **options)
+    return demo.launch(css=CSS, head=HEAD, footer_links=["api"], run_history=False, **options)
 
 
 if __name__ == "__main__":

@@ -286,6 +286,8 @@ def side_by_side(task: Mapping[str, Any], plan_a: Any, plan_b: Any, *, titles: t
     fig.update_xaxes(**{k: v for k, v in xaxis.items() if k != "title"})
     fig.update_xaxes(title=xaxis["title"], row=2, col=1)
     fig.update_yaxes(**yaxis)
+    for trace in panels[1].traces:  # the lower panel's marks share the upper one's legend entries
+        trace.showlegend = False
     fig.add_traces([*panels[0].traces, *panels[1].traces])
     fig.add_traces(_legend(panels, label))
     return fig
