@@ -14,8 +14,9 @@ import sys
 
 import gradio as gr
 
-from viewer import api
-from viewer.browse_section import build_browse_tab
+from viewer import api, browse_api
+from viewer import browse_handlers as browse_on
+from viewer.browse_section import BrowseSection, build_browse_section
 from viewer.context import AppContext
 from viewer.run_section import attach_episode, build_run_section
 from viewer.wiring import bind
@@ -39,6 +40,13 @@ CSS = """
 .berth-chart .js-plotly-plot, .berth-chart .plot-container {min-width: 720px}
 #run-buttons button {min-height: 42px}
 #random-task {align-self: flex-end; max-height: 42px; margin-bottom: 6px}
+#browse-bar button {align-self: flex-end; max-height: 42px; margin-bottom: 6px}
+#rollouts table, #board table, #heatmap table, #compare-diff table {font-family: var(--font); font-size: 0.85rem}
+#rollouts th, #board th, #heatmap th, #compare-diff th {white-space: nowrap; word-break: keep-all}
+#rollouts tbody tr {cursor: pointer}
+@media (max-width: 768px) {
+  #browse-split {flex-direction: column-reverse}
+}
 @media (max-width: 640px) {
   #header h2 {font-size: 1.15rem}
   #header p {font-size: 0.85rem}
@@ -58,29 +66,36 @@ def build_app(ctx: AppContext | None = None) -> gr.Blocks:
         with gr.Tabs(selected="run") as tabs:
             with gr.Tab("Run", id="run"):
                 run = build_run_section(ctx)
-            with gr.Tab("Browse", id="browse"):
-                browse = build_browse_tab(ctx)
+            with gr.Tab("Browse", id="browse") as browse_tab:
+                browse = build_browse_section(ctx)
         watch = gr.Textbox(visible=False, elem_id="watch-episode")
-        loaded = demo.load(read_link, None, [tabs, watch, browse.rollout_id], api_visibility="private")
+        loaded = demo.load(read_link, None, [tabs, watch], api_visibility="private")
         loaded.then(bind(attach_episode, run), [watch], run.frame_outputs, show_progress="hidden",
                     api_visibility="private")
-        browse.on_deep_link(loaded)
-        _api(ctx)
+        browse.on_page_load(demo)
+        browse_tab.select(bind(browse_on.tab_selected, browse), [browse.state], [*browse.outputs, browse.timer],
+                          api_visibility="private", show_progress="hidden")
+        _api(ctx, browse)
     return demo
 
 
 def read_link(request: gr.Request) -> tuple:
-    """The page's own link: `?episode=` re-attaches to an episode, `?rollout=` or `?tab=browse` opens Browse."""
-    query = dict(request.query_params) if request is not None else {}
-    tab = "browse" if query.get("tab") == "browse" or query.get("rollout") else "run"
-    return gr.Tabs(selected=tab), (query.get("episode") or "").strip(), (query.get("rollout") or "").strip()
+    """The page's own link: `?episode=` re-attaches to an episode; `?tab=browse` or `?rollout=` opens Browse (whose
+    own load shows the view the rest of the query describes)."""
+    query = request.query_params if request is not None else {}
+    browse = query.get("tab") == "browse" or bool(query.get("rollout"))
+    return gr.Tabs(selected="browse" if browse else "run"), (query.get("episode") or "").strip()
 
 
-def _api(ctx: AppContext) -> None:
-    """The API for scripts (gradio_client): `run` streams updates, `rollout` returns a record, `stop` stops."""
+def _api(ctx: AppContext, browse: BrowseSection) -> None:
+    """The API for scripts (gradio_client): `run` streams updates, `rollout` returns a record, `stop` stops;
+    Browse's rows, leaderboard and records."""
     gr.api(bind(api.run, ctx), api_name="run", concurrency_limit=None)
     gr.api(bind(api.rollout, ctx), api_name="rollout")
     gr.api(bind(api.stop, ctx), api_name="stop")
+    gr.api(bind(browse_api.browse_rollouts, browse), api_name="browse_rollouts")
+    gr.api(bind(browse_api.browse_leaderboard, browse), api_name="browse_leaderboard")
+    gr.api(bind(browse_api.browse_record, browse), api_name="browse_record")
 
 
 def launch(demo: gr.Blocks, **options):

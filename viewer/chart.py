@@ -231,16 +231,19 @@ def _crane_traces(task: Mapping[str, Any], view: PlanView, x_hi: int) -> list[go
 
 def berth_chart(task: Mapping[str, Any], plan: Any, *, check: Any = None, previous_plan: Any = None,
                 title: str | None = None, height: int | None = None, published: bool = True,
-                cranes: bool = True) -> go.Figure:
+                cranes: bool = True, highlight: set[int] | None = None,
+                highlight_label: str = "changed since the previous draft") -> go.Figure:
     """The berth chart of one plan (any form the model may send; None for "no plan yet").
 
     `check`: a precomputed `berth_env.check` result for the plan. `previous_plan`: ships placed differently from
-    it are filled orange. `published`: outline and arrow where the published plan had each moved ship. `cranes`:
-    the crane panel under the quay (crane-rule tasks). An unreadable plan gives the quay without ships, saying so.
+    it are filled orange (or give the ships to fill as `highlight`, named `highlight_label` in the legend).
+    `published`: outline and arrow where the published plan had each moved ship. `cranes`: the crane panel under
+    the quay (crane-rule tasks). An unreadable plan gives the quay without ships, saying so.
     """
     view = read_plan(task, plan, check)
-    highlight = moved_ships(task, plan, previous_plan) if previous_plan is not None and view.result else set()
-    changed_label = "changed since the previous draft"
+    if highlight is None:
+        highlight = moved_ships(task, plan, previous_plan) if previous_plan is not None and view.result else set()
+    changed_label = highlight_label
     y_span = _y_span(task, [view])
     panel = _panel(task, view, "x", "y", highlight, changed_label, y_span, published=published)
     xaxis, yaxis = _axes(task, [panel], y_span)
