@@ -41,6 +41,9 @@ CSS = """
 #run-buttons button {min-height: 42px}
 #random-task {align-self: flex-end; max-height: 42px; margin-bottom: 6px}
 #browse-bar button {align-self: flex-end; max-height: 42px; margin-bottom: 6px}
+#browse-bar .block {padding-top: 6px; padding-bottom: 6px}
+#header {flex-grow: 3 !important}
+#about {flex-grow: 1 !important; align-self: center}
 #rollouts table, #board table, #heatmap table, #compare-diff table {font-family: var(--font); font-size: 0.85rem}
 #rollouts th, #board th, #heatmap th, #compare-diff th {white-space: nowrap; word-break: keep-all}
 #rollouts tbody tr {cursor: pointer}
@@ -60,9 +63,10 @@ HEAD = "<style>@media (max-width: 640px) { .gradio-container .main.app {padding-
 def build_app(ctx: AppContext | None = None) -> gr.Blocks:
     ctx = ctx or AppContext.create()
     with gr.Blocks(title=TITLE) as demo:
-        gr.Markdown(HEADER, elem_id="header")
-        with gr.Accordion("What is this?", open=False, elem_id="about"):
-            gr.Markdown(ABOUT)
+        with gr.Row(equal_height=False, elem_id="header-row"):
+            gr.Markdown(HEADER, elem_id="header")
+            with gr.Accordion("What is this?", open=False, elem_id="about"):
+                gr.Markdown(ABOUT)
         with gr.Tabs(selected="run") as tabs:
             with gr.Tab("Run", id="run"):
                 run = build_run_section(ctx)

@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 APP_TITLE = "Berth-planning agent arena"
+# Short enough that the header, the chart and the top of the transcript share the first screen beside the list.
+DETAIL_CHART = {"height": 330, "cranes": False}
 
 
 # -- from the page to a state ------------------------------------------------------------------------------------
@@ -103,6 +105,10 @@ def pick_compare(section: BrowseSection, state: BrowseState, other: str | None) 
     return render(section, state, state.with_(compare=other, view="compare"))
 
 
+def show_compare(section: BrowseSection, state: BrowseState) -> dict:
+    return render(section, state, state.with_(view="compare"))
+
+
 def pick_model(section: BrowseSection, state: BrowseState, models: list[str], evt: gr.SelectData) -> dict:
     """A click on a leaderboard row lists that model's rollouts."""
     row = evt.index[0] if isinstance(evt.index, list | tuple) else evt.index
@@ -134,7 +140,7 @@ def view_selected(section: BrowseSection, state: BrowseState, evt: gr.SelectData
 
 def show_draft(section: BrowseSection, state: BrowseState, position: float, steps: list[dict]) -> dict:
     task = _task(section, state.rollout)
-    return {section.chart: step_chart(task, steps, int(position or 1) - 1)}
+    return {section.chart: step_chart(task, steps, int(position or 1) - 1, **DETAIL_CHART)}
 
 
 def load_page(section: BrowseSection, request: gr.Request) -> dict:
@@ -196,8 +202,12 @@ def _list_key(state: BrowseState) -> tuple:
 
 
 def form_values(section: BrowseSection, state: BrowseState) -> dict:
-    """The bar showing a state that came from a URL or a click."""
-    return {section.search: state.q, section.f_model: gr.Dropdown(value=list(state.models)),
+    """The bar showing a state that came from a URL or a click; the folded filters open when one of them is set."""
+    more = bool(state.quays or state.sources or state.submitted != "any" or state.feasible != "any"
+                or state.reward_min is not None or state.reward_max is not None or state.date_from or state.date_to
+                or state.sort != "started" or not state.descending)
+    return {section.more_row: gr.Row(visible=more), section.more: gr.Button("Filters ▴" if more else "Filters ▾"),
+            section.search: state.q, section.f_model: gr.Dropdown(value=list(state.models)),
             section.f_task: gr.Dropdown(value=list(state.tasks)), section.f_tier: list(state.tiers),
             section.f_quay: gr.Dropdown(value=list(state.quays)), section.f_source: list(state.sources),
             section.f_submitted: state.submitted, section.f_feasible: state.feasible,
@@ -253,9 +263,9 @@ def detail_view(section: BrowseSection, state: BrowseState, base: str | None) ->
             section.head: detail_header(record, row), section.title: page_title(record),
             section.share: section.ctx.share_link(f"tab=browse&rollout={episode_id}", base),
             section.export_json: gr.DownloadButton(value=str(_json_file(section, record, episode_id))),
-            section.compare_pick: gr.Dropdown(choices=picks, value=None,
-                                              label=f"Compare with ({len(picks)} more on this task)"),
-            section.chart: step_chart(task, plans, count - 1),
+            section.compare_pick: gr.Dropdown(choices=picks, value=state.compare or None,
+                                              label=f"Compare A with B: {len(picks)} more rollouts of this task"),
+            section.chart: step_chart(task, plans, count - 1, **DETAIL_CHART),
             section.plan_step: gr.Slider(minimum=1, maximum=max(count, 2), value=max(count, 1), step=1,
                                          visible=count > 1, label=f"Draft (1-{count})"),
             section.steps: plans, section.chat: record_messages(record, task), section.grade: grade_panel(record, task),
@@ -284,8 +294,9 @@ def compare_view(section: BrowseSection, state: BrowseState) -> dict:
     empty = {section.compare_chart_a: None, section.compare_chart_b: None, section.compare_diff: None,
              section.compare_chat_a: [], section.compare_chat_b: []}
     if not (state.rollout and state.compare):
-        return {**empty, section.compare_head: "Open a rollout, then pick another rollout of the same task under "
-                                              "**compare with**."}
+        hint = ("Pick B above." if state.rollout else
+                "Open a rollout in **Rollouts** first (it becomes A), then pick B here.")
+        return {**empty, section.compare_head: hint}
     try:
         a, _ = section.records.get(state.rollout)
         b, _ = section.records.get(state.compare)

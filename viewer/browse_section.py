@@ -58,8 +58,16 @@ LISTEN_POPSTATE_JS = """() => {
 }"""
 # The hidden buttons' events read the page's URL in the browser before calling the handler.
 READ_LOCATION_JS = "(query, state) => [window.location.search, state]"
+# Copy the share link; on a page served without TLS the clipboard API is missing, so fall back to a selection.
+COPY_JS = """(link) => {
+  const done = () => { const b = document.querySelector('#copy-link'); if (b) { b.innerText = '✓ Copied';
+    setTimeout(() => { b.innerText = '📋 Copy'; }, 1500); } };
+  if (navigator.clipboard && window.isSecureContext) { navigator.clipboard.writeText(link).then(done); return; }
+  const box = document.querySelector('#share-link input'); box.removeAttribute('disabled'); box.select();
+  document.execCommand('copy'); box.setAttribute('disabled', ''); done();
+}"""
 SET_TITLE_JS = "(title) => { if (title) document.title = title; }"
-DOWNLOAD_JS = "() => { document.querySelector('#export-file a, #export-file button')?.click(); }"
+DOWNLOAD_JS = "() => { document.querySelector('#export-file')?.click(); }"  # the hidden DownloadButton
 
 
 @dataclass
@@ -103,8 +111,9 @@ class BrowseSection:
     head: gr.Markdown
     back: gr.Button
     share: gr.Textbox
+    copy: gr.Button
     export_json: gr.DownloadButton
-    compare_pick: gr.Dropdown
+    to_compare: gr.Button
     chart: gr.Plot
     plan_step: gr.Slider
     steps: gr.State
@@ -120,6 +129,7 @@ class BrowseSection:
     heatmap_cells: gr.State
     convergence: gr.Plot
     # compare
+    compare_pick: gr.Dropdown
     compare_head: gr.Markdown
     compare_chart_a: gr.Plot
     compare_chart_b: gr.Plot
@@ -147,7 +157,7 @@ class BrowseSection:
     @property
     def outputs(self) -> list[Any]:
         """Everything `on.render` may change."""
-        return [*self.form, self.filter_note, self.views, self.status, self.table, self.page_ids, self.page_info,
+        return [*self.form, self.more, self.more_row, self.filter_note, self.views, self.status, self.table, self.page_ids, self.page_info,
                 self.detail, self.message, self.head, self.share, self.export_json, self.compare_pick, self.chart,
                 self.plan_step, self.steps, self.chat, self.grade, self.usage, self.optimal, self.board,
                 self.board_models, self.heatmap, self.heatmap_cells, self.convergence, self.compare_head,
@@ -247,13 +257,13 @@ def _build_detail() -> dict[str, Any]:
     head = gr.Markdown(elem_id="rollout-head")
     with gr.Row(equal_height=True, elem_id="detail-actions"):
         back = gr.Button("← list", size="sm", scale=0, min_width=70, elem_id="back-to-list")
-        share = gr.Textbox(show_label=False, buttons=["copy"], scale=4, min_width=200, elem_id="share-link",
-                           container=False, interactive=False, max_lines=1)
+        share = gr.Textbox(show_label=False, scale=4, min_width=200, elem_id="share-link", container=False,
+                           interactive=False, max_lines=1)
+        copy = gr.Button("📋 Copy", size="sm", scale=0, min_width=80, elem_id="copy-link")
         export_json = gr.DownloadButton("⬇ JSON", size="sm", scale=0, min_width=80, elem_id="export-json")
-        compare_pick = gr.Dropdown([], value=None, label="Compare with", scale=3, min_width=160,
-                                   elem_id="compare-pick")
+        to_compare = gr.Button("⇄ Compare", size="sm", scale=0, min_width=96, elem_id="to-compare")
     chart = gr.Plot(show_label=False, elem_id="browse-chart", elem_classes=["berth-chart"])
-    plan_step = gr.Slider(minimum=1, maximum=2, value=1, step=1, visible=False, label="Draft",
+    plan_step = gr.Slider(minimum=1, maximum=2, value=1, step=1, visible=False, show_label=False,
                           elem_id="browse-plan-step")
     chat = gr.Chatbot(label="Transcript", height=560, elem_id="browse-chat", sanitize_html=True,
                       render_markdown=True, feedback_options=None, group_consecutive_messages=False,
@@ -262,7 +272,8 @@ def _build_detail() -> dict[str, Any]:
         grade = gr.Markdown(elem_id="browse-grade")
         usage = gr.Markdown(elem_id="browse-usage")
     optimal = gr.Plot(visible=False, show_label=False, elem_id="browse-optimal", elem_classes=["berth-chart"])
-    return dict(head=head, back=back, share=share, export_json=export_json, compare_pick=compare_pick, chart=chart,
+    return dict(head=head, back=back, share=share, copy=copy, export_json=export_json, to_compare=to_compare,
+                chart=chart,
                 plan_step=plan_step, steps=gr.State([]), chat=chat, grade=grade, usage=usage, optimal=optimal)
 
 
@@ -280,8 +291,9 @@ def _build_board() -> dict[str, Any]:
 
 
 def _build_compare() -> dict[str, Any]:
-    compare_head = gr.Markdown("Open a rollout, then pick another rollout of the same task under **compare with**.",
-                               elem_id="compare-head")
+    compare_pick = gr.Dropdown([], value=None, label="Compare the open rollout (A) with B, another rollout of "
+                               "its task", elem_id="compare-pick")
+    compare_head = gr.Markdown(elem_id="compare-head")
     with gr.Row(equal_height=False):
         compare_chart_a = gr.Plot(show_label=False, elem_id="compare-chart-a", elem_classes=["berth-chart"])
         compare_chart_b = gr.Plot(show_label=False, elem_id="compare-chart-b", elem_classes=["berth-chart"])
@@ -292,7 +304,7 @@ def _build_compare() -> dict[str, Any]:
                                     feedback_options=None, group_consecutive_messages=False)
         compare_chat_b = gr.Chatbot(label="B", height=480, elem_id="compare-chat-b", sanitize_html=True,
                                     feedback_options=None, group_consecutive_messages=False)
-    return dict(compare_head=compare_head, compare_chart_a=compare_chart_a, compare_chart_b=compare_chart_b,
+    return dict(compare_pick=compare_pick, compare_head=compare_head, compare_chart_a=compare_chart_a, compare_chart_b=compare_chart_b,
                 compare_diff=compare_diff, compare_chat_a=compare_chat_a, compare_chat_b=compare_chat_b)
 
 
@@ -323,11 +335,15 @@ def _wire(s: BrowseSection) -> None:
     s.back.click(bind(on.close_rollout, s), [s.state], out, **private)
     s.plan_step.release(bind(on.show_draft, s), [s.state, s.plan_step, s.steps], [s.chart], **private)
     s.compare_pick.input(bind(on.pick_compare, s), [s.state, s.compare_pick], out, **private)
+    s.to_compare.click(bind(on.show_compare, s), [s.state], out, **private)
+    s.copy.click(None, [s.share], None, js=COPY_JS, **private)
     s.board.select(bind(on.pick_model, s), [s.state, s.board_models], out, **private)
     s.heatmap.select(bind(on.open_cell, s), [s.state, s.heatmap_cells], out, **private)
     s.same_tasks.input(bind(on.same_tasks_changed, s), [s.state, s.same_tasks], [s.board], **private)
     s.views.select(bind(on.view_selected, s), [s.state], out, **private)
-    s.popstate.click(bind(on.apply_popstate, s), [s.link, s.state], out, js=READ_LOCATION_JS, **private)
+    # Back twice in a row: the last URL is the one to show.
+    s.popstate.click(bind(on.apply_popstate, s), [s.link, s.state], out, js=READ_LOCATION_JS,
+                     trigger_mode="always_last", **private)
     s.timer.tick(bind(on.refresh_if_changed, s), [s.state, s.version], out, **private)
     s.url.change(None, [s.url], None, js=PUSH_URL_JS, **private)
     s.title.change(None, [s.title], None, js=SET_TITLE_JS, **private)

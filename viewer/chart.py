@@ -304,8 +304,11 @@ def preview_chart(task: Mapping[str, Any]) -> go.Figure:
                        title=f"The published plan, before any fix · {_verdict(read_plan(task, published_plan(task)), set(), '')}")
 
 
-def step_chart(task: Mapping[str, Any] | None, steps: Sequence[Mapping[str, Any]], index: int) -> go.Figure | None:
-    """Draft `index` of a rollout's checked and submitted plans, with the changes since the draft before it."""
+def step_chart(task: Mapping[str, Any] | None, steps: Sequence[Mapping[str, Any]], index: int,
+               **options: Any) -> go.Figure | None:
+    """Draft `index` of a rollout's checked and submitted plans, with the changes since the draft before it.
+
+    `options` go to `berth_chart` (e.g. a smaller `height`, no crane panel)."""
     if task is None or not steps:
         return None
     index = max(0, min(index, len(steps) - 1))
@@ -317,7 +320,7 @@ def step_chart(task: Mapping[str, Any] | None, steps: Sequence[Mapping[str, Any]
     summary = _verdict(view, moved_ships(task, step.get("plan"), previous) if previous is not None else set(),
                        "changed")
     return berth_chart(task, step.get("plan"), previous_plan=previous,
-                       title=f"Draft {index + 1} of {len(steps)} ({verdict}{turn}) · {summary}")
+                       title=f"Draft {index + 1} of {len(steps)} ({verdict}{turn}) · {summary}", **options)
 
 
 def optimum_chart(task: Mapping[str, Any] | None, last_plan: Any = None, *, label: str = "the last plan") -> Any:
