@@ -47,6 +47,9 @@ CSS = """
 #rollouts table, #board table, #heatmap table, #compare-diff table {font-family: var(--font); font-size: 0.85rem}
 #rollouts th, #board th, #heatmap th, #compare-diff th {white-space: nowrap; word-break: keep-all}
 #rollouts tbody tr {cursor: pointer}
+#rollout-detail, #rollout-list, #run-view, #run-form {min-width: 0 !important; max-width: 100%}
+#rollout-head, #compare-head {overflow-wrap: anywhere}
+.berth-chart-compact {overflow-x: auto}
 @media (max-width: 768px) {
   #browse-split {flex-direction: column-reverse}
 }

@@ -5,7 +5,8 @@
 It launches the app in this process on a temporary rollout folder (embedded berth server, no Hub), drives
 Debian's chromium through Playwright and saves, per screen and size, `<screen>-<state>-<size>.png`. The Run tab:
 idle with the task preview, mid-run (a `baseline:hasty` episode after its first check found broken ships) and
-finished. Each screen is a function below, so a new one is one more function in SCREENS.
+finished; Browse: the list, a rollout opened by its share link, a compare and the leaderboard (on a folder of
+realistic rollouts from testkit). Each screen is a function below, so a new one is one more function in SCREENS.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from playwright.sync_api import Page, expect, sync_playwright
 
@@ -49,7 +51,46 @@ def run_screens(page: Page, url: str, out: Path, size: str) -> list[Path]:
     return saved
 
 
-SCREENS: dict[str, Callable[[Page, str, Path, str], list[Path]]] = {"run": run_screens}
+def browse_screens(page: Page, url: str, out: Path, size: str) -> list[Path]:
+    """Browse: the list, a rollout opened from a share link, a compare, the leaderboard."""
+    saved = []
+    page.goto(f"{url}?tab=browse")
+    expect(page.locator("#rollouts")).to_contain_text("dock-", timeout=30000)
+    page.wait_for_timeout(600)
+    saved.append(_shot(page, out / f"browse-list-{size}.png"))
+    page.goto(f"{url}?tab=browse&rollout={SHOWN}")
+    expect(page.locator("#browse-chart .js-plotly-plot")).to_be_visible(timeout=30000)
+    page.wait_for_timeout(800)
+    saved.append(_shot(page, out / f"browse-rollout-{size}.png"))
+    page.goto(f"{url}?tab=browse&rollout={SHOWN}&compare={RIVAL}")
+    expect(page.locator("#compare-chart-b .js-plotly-plot")).to_be_visible(timeout=30000)
+    page.wait_for_timeout(800)
+    saved.append(_shot(page, out / f"browse-compare-{size}.png", full=True))
+    page.goto(f"{url}?tab=browse&view=board")
+    expect(page.locator("#heatmap")).to_contain_text("dock-", timeout=30000)
+    page.wait_for_timeout(600)
+    saved.append(_shot(page, out / f"browse-board-{size}.png", full=True))
+    return saved
+
+
+SCREENS: dict[str, Callable[[Page, str, Path, str], list[Path]]] = {"run": run_screens, "browse": browse_screens}
+SHOWN, RIVAL = "shown0001", "rival0001"
+
+
+def _rollouts(store: Any) -> None:
+    """Rollouts for Browse to show: a varied set, and two of one task to open and compare."""
+    from testkit.records import make_record, make_records
+
+    task = "dock-24B-w06x1-busy-0"
+    for seed in range(200):
+        shown = make_record(seed=seed, task_id=task, model="anthropic:claude-sonnet-5-5@high", end_reason="submitted",
+                            episode_id=SHOWN, started="2026-11-29T10:00:00Z")
+        if len(shown["steps"]) >= 3 and shown["final"]["grade"]["feasible"]:
+            break
+    rival = make_record(seed=7, task_id=task, model="openai:gpt-5.5@medium", end_reason="submitted",
+                        episode_id=RIVAL, started="2026-11-28T09:00:00Z")
+    for record in [shown, rival, *make_records(120, seed=12)]:
+        store.save(record)
 
 
 def _shot(page: Page, path: Path, *, full: bool = False) -> Path:
@@ -70,7 +111,9 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as folder:
         settings = dataclasses.replace(Settings.from_env(), rollout_dir=Path(folder), dataset=None, hub_token=None,
                                        public_rollouts=None, baseline_pace_s=0.8)
-        demo = app_module.build_app(AppContext.create(settings))
+        ctx = AppContext.create(settings)
+        _rollouts(ctx.store)
+        demo = app_module.build_app(ctx)
         _, url, _ = app_module.launch(demo, prevent_thread_lock=True, quiet=True, server_name="127.0.0.1")
         try:
             with sync_playwright() as playwright:

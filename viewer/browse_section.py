@@ -295,15 +295,16 @@ def _build_compare() -> dict[str, Any]:
                                "its task", elem_id="compare-pick")
     compare_head = gr.Markdown(elem_id="compare-head")
     with gr.Row(equal_height=False):
-        compare_chart_a = gr.Plot(show_label=False, elem_id="compare-chart-a", elem_classes=["berth-chart"])
-        compare_chart_b = gr.Plot(show_label=False, elem_id="compare-chart-b", elem_classes=["berth-chart"])
+        # Two charts side by side fit their columns (no minimum width): each one shows the whole week.
+        compare_chart_a = gr.Plot(show_label=False, elem_id="compare-chart-a", elem_classes=["berth-chart-compact"])
+        compare_chart_b = gr.Plot(show_label=False, elem_id="compare-chart-b", elem_classes=["berth-chart-compact"])
     compare_diff = gr.Dataframe(interactive=False, elem_id="compare-diff", label="Ships placed differently",
                                 datatype="str", max_height=420)
     with gr.Row(equal_height=False):
         compare_chat_a = gr.Chatbot(label="A", height=480, elem_id="compare-chat-a", sanitize_html=True,
-                                    feedback_options=None, group_consecutive_messages=False)
+                                    feedback_options=None, group_consecutive_messages=False, buttons=["copy_all"])
         compare_chat_b = gr.Chatbot(label="B", height=480, elem_id="compare-chat-b", sanitize_html=True,
-                                    feedback_options=None, group_consecutive_messages=False)
+                                    feedback_options=None, group_consecutive_messages=False, buttons=["copy_all"])
     return dict(compare_pick=compare_pick, compare_head=compare_head, compare_chart_a=compare_chart_a, compare_chart_b=compare_chart_b,
                 compare_diff=compare_diff, compare_chat_a=compare_chat_a, compare_chat_b=compare_chat_b)
 
