@@ -26,6 +26,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rollouts.convergence import convergence
 from rollouts.leaderboard import leaderboard
 from rollouts.query import PAGE_SIZE, SOURCES, Filters, filter_mask, page_of, sort_rows
 from rollouts.schema import COLUMNS, valid_episode_id
@@ -295,6 +296,22 @@ class BrowseIndex:
             while len(self._boards) > 64:
                 self._boards.popitem(last=False)
         return board
+
+    def convergence(self, filters: Filters) -> pd.DataFrame:
+        """rollouts.convergence's curves over the filtered rows (remembered per filter set until the rows change);
+        `viewer.convergence.convergence_figure(curves=...)` draws them."""
+        frame = self.frame
+        key = ("convergence", self.version, filters.key(), len(self.transcripts) if filters.search else 0)
+        with self._lock:
+            cached = self._boards.get(key)
+        if cached is not None:
+            return cached
+        curves = convergence(frame[filter_mask(frame, filters, self.transcripts)])
+        with self._lock:
+            self._boards[key] = curves
+            while len(self._boards) > 64:
+                self._boards.popitem(last=False)
+        return curves
 
     def row(self, episode_id: str) -> dict | None:
         frame = self.frame
