@@ -297,6 +297,19 @@ class BrowseIndex:
                 self._boards.popitem(last=False)
         return board
 
+    def row(self, episode_id: str) -> dict | None:
+        frame = self.frame
+        hits = np.flatnonzero((frame["episode_id"] == episode_id).to_numpy())
+        if not len(hits):
+            return None
+        return _plain(frame.iloc[int(hits[0])].to_dict())
+
+    def same_task(self, task_id: str, *, exclude: str | None = None, limit: int = 200) -> pd.DataFrame:
+        """Other rollouts of one task, best reward first (for picking a comparison)."""
+        frame = self.frame
+        rows = frame[(frame["task_id"] == task_id).to_numpy() & (frame["episode_id"] != exclude).to_numpy()]
+        return rows.sort_values("reward", ascending=False, kind="stable").head(limit)
+
     def convergence(self, filters: Filters) -> pd.DataFrame:
         """rollouts.convergence's curves over the filtered rows (remembered per filter set until the rows change);
         `viewer.convergence.convergence_figure(curves=...)` draws them."""
@@ -312,19 +325,6 @@ class BrowseIndex:
             while len(self._boards) > 64:
                 self._boards.popitem(last=False)
         return curves
-
-    def row(self, episode_id: str) -> dict | None:
-        frame = self.frame
-        hits = np.flatnonzero((frame["episode_id"] == episode_id).to_numpy())
-        if not len(hits):
-            return None
-        return _plain(frame.iloc[int(hits[0])].to_dict())
-
-    def same_task(self, task_id: str, *, exclude: str | None = None, limit: int = 200) -> pd.DataFrame:
-        """Other rollouts of one task, best reward first (for picking a comparison)."""
-        frame = self.frame
-        rows = frame[(frame["task_id"] == task_id).to_numpy() & (frame["episode_id"] != exclude).to_numpy()]
-        return rows.sort_values("reward", ascending=False, kind="stable").head(limit)
 
     def record(self, episode_id: str, *, wait: float = REMOTE_WAIT_S) -> tuple[dict, dict]:
         """(record, index row) of a rollout from whichever source has it.
