@@ -27,8 +27,10 @@ JSON_KEYS = {"model": "model", "n": "n", "mean": "mean_reward", "ci_low": "ci_lo
              "reward_per_usd": "reward_per_usd"}
 
 
-def bootstrap_ci(values: np.ndarray, *, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> tuple[float, float]:
-    """A 95% percentile-bootstrap interval for the mean (seeded, so a board is reproducible)."""
+def bootstrap_ci(values: np.ndarray, *, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0,
+                 picks: np.ndarray | None = None) -> tuple[float, float]:
+    """A 95% percentile-bootstrap interval for the mean (seeded, so a board is reproducible). `picks`: resample
+    indices already drawn (resamples x n) to use instead of drawing them."""
     values = np.asarray(values, dtype=float)
     n = len(values)
     if n == 0:
@@ -38,8 +40,9 @@ def bootstrap_ci(values: np.ndarray, *, resamples: int = BOOTSTRAP_RESAMPLES, se
     if n > BOOTSTRAP_MAX_EPISODES:
         half = 1.96 * values.std(ddof=1) / np.sqrt(n)
         return float(values.mean() - half), float(values.mean() + half)
-    rng = np.random.default_rng(seed)
-    means = values[rng.integers(0, n, size=(resamples, n))].mean(axis=1)
+    if picks is None:
+        picks = np.random.default_rng(seed).integers(0, n, size=(resamples, n))
+    means = values[picks].mean(axis=1)
     low, high = np.percentile(means, [2.5, 97.5])
     return float(low), float(high)
 
@@ -56,7 +59,7 @@ def proportion_ci(hits: int, n: int, *, resamples: int = BOOTSTRAP_RESAMPLES, se
 
 
 def ratio_ci(numerator: np.ndarray, denominator: np.ndarray, *, resamples: int = BOOTSTRAP_RESAMPLES,
-             seed: int = 0) -> tuple[float, float]:
+             seed: int = 0, picks: np.ndarray | None = None) -> tuple[float, float]:
     """A 95% interval for sum(numerator) / sum(denominator) over episodes: percentile bootstrap over episodes, and
     past BOOTSTRAP_MAX_EPISODES the delta method's normal interval (as `bootstrap_ci` does for a mean)."""
     numerator, denominator = np.asarray(numerator, dtype=float), np.asarray(denominator, dtype=float)
@@ -70,8 +73,8 @@ def ratio_ci(numerator: np.ndarray, denominator: np.ndarray, *, resamples: int =
         residual = numerator - ratio * denominator
         half = 1.96 * residual.std(ddof=1) / (np.sqrt(n) * denominator.mean())
         return float(ratio - half), float(ratio + half)
-    rng = np.random.default_rng(seed)
-    picks = rng.integers(0, n, size=(resamples, n))
+    if picks is None:
+        picks = np.random.default_rng(seed).integers(0, n, size=(resamples, n))
     spent = denominator[picks].sum(axis=1)
     ratios = numerator[picks].sum(axis=1)[spent > 0] / spent[spent > 0]
     low, high = np.percentile(ratios, [2.5, 97.5])
@@ -117,8 +120,15 @@ def leaderboard(rows: Iterable[dict] | pd.DataFrame, *, same_tasks: bool = False
         frame = common_tasks(frame)
     if frame.empty:
         return pd.DataFrame(columns=COLUMNS)
-    frame = _numbers(frame)
-    board = [_model_row(model, group) for model, group in frame.groupby("model", sort=False, observed=True)]
+    columns = _numbers(frame)
+    # Groups by array slices rather than pandas' groupby: a board has a handful of models, and per-group pandas
+    # calls would cost more than the arithmetic (the board is redrawn on every filter change).
+    codes, models = pd.factorize(frame["model"].astype(object), sort=False)
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(len(models) + 1))
+    board = [_model_row(str(model), {name: values[order[bounds[g]:bounds[g + 1]]]
+                                     for name, values in columns.items()})
+             for g, model in enumerate(models)]
     return sort_board(pd.DataFrame(board, columns=COLUMNS), sort, descending=descending)
 
 
@@ -130,53 +140,70 @@ def sort_board(board: pd.DataFrame, by: str, *, descending: bool = True) -> pd.D
                              ignore_index=True)
 
 
-def _numbers(frame: pd.DataFrame) -> pd.DataFrame:
-    """The board's inputs as numbers (NaN where unknown), whatever types the source gave."""
-    def number(column: str) -> pd.Series:
-        return pd.to_numeric(frame[column], errors="coerce").astype(float)
+def _numbers(frame: pd.DataFrame) -> dict[str, np.ndarray]:
+    """The board's inputs as numpy arrays (NaN where unknown), whatever types the source gave."""
+    def number(column: str) -> np.ndarray:
+        return pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
 
-    naive = frame["beat_naive"].astype(object)
-    frame = frame.assign(
-        reward=number("reward").fillna(0.0),
-        feasible=frame["feasible"].fillna(False).astype(bool),
-        submitted=frame["submitted"].fillna(False).astype(bool),
-        tokens=number("input_tokens").fillna(0) + number("output_tokens").fillna(0),
-        output_tokens=number("output_tokens"),
-        beat_naive=naive.map({True: 1.0, False: 0.0}).astype(float),  # anything else (null) stays NaN
-        checks_to_feasible=number("checks_to_feasible"),
-        usd=number("usd"),
-    )
-    cost, optimum = number("cost"), number("optimal_cost")
-    frame["optimal"] = frame["feasible"] & cost.notna() & optimum.notna() & (cost <= optimum)
-    return frame
+    def flag(column: str) -> np.ndarray:
+        return frame[column].fillna(False).astype(bool).to_numpy()
 
-
-def _model_row(model: str, group: pd.DataFrame) -> dict:
-    rewards = group["reward"].to_numpy()
-    low, high = bootstrap_ci(rewards)
-    tier_means = group.groupby("difficulty", observed=True)["reward"].mean()
-    naive = group["beat_naive"].dropna().to_numpy()
-    naive_low, naive_high = proportion_ci(int(naive.sum()), len(naive))
-    priced = group["usd"].notna().to_numpy()
-    spent = group["usd"].to_numpy()[priced]
-    per_usd = rewards[priced].sum() / spent.sum() if spent.sum() > 0 else float("nan")
-    per_usd_low, per_usd_high = ratio_ci(rewards[priced], spent)
+    naive = frame["beat_naive"].astype(object).map({True: 1.0, False: 0.0})  # anything else (null) stays NaN
+    feasible, cost, optimum = flag("feasible"), number("cost"), number("optimal_cost")
+    output = number("output_tokens")
     return {
-        "model": model, "n": len(group), "mean_reward": float(rewards.mean()), "ci_low": low, "ci_high": high,
-        **{f"mean_{t}": float(tier_means[t]) if t in tier_means.index else float("nan") for t in TIERS},
-        "feasible_pct": 100.0 * group["feasible"].mean(),
-        "optimal_pct": 100.0 * group["optimal"].mean(),
-        "no_submit": int((~group["submitted"]).sum()),
-        "median_tokens": float(group["tokens"].median()),
-        "median_seconds": float(pd.to_numeric(group["seconds"], errors="coerce").median()),
+        "reward": np.nan_to_num(number("reward"), nan=0.0), "feasible": feasible, "submitted": flag("submitted"),
+        "optimal": feasible & ~np.isnan(cost) & ~np.isnan(optimum) & (cost <= optimum),
+        "tokens": np.nan_to_num(number("input_tokens"), nan=0.0) + np.nan_to_num(output, nan=0.0),
+        "output_tokens": output, "seconds": number("seconds"),
+        "tier": pd.Categorical(frame["difficulty"].astype(object), categories=list(TIERS)).codes,
+        "beat_naive": naive.to_numpy(dtype=float, na_value=np.nan),
+        "checks_to_feasible": number("checks_to_feasible"), "usd": number("usd"),
+    }
+
+
+def _model_row(model: str, group: dict[str, np.ndarray]) -> dict:
+    """One model's line of the board from its episodes' arrays."""
+    rewards, n = group["reward"], len(group["reward"])
+    # The reward and reward-per-dollar bootstraps share their resamples when every episode is priced.
+    picks = np.random.default_rng(0).integers(0, n, size=(BOOTSTRAP_RESAMPLES, n)) \
+        if 1 < n <= BOOTSTRAP_MAX_EPISODES else None
+    low, high = bootstrap_ci(rewards, picks=picks)
+    naive = _known(group["beat_naive"])
+    naive_low, naive_high = proportion_ci(int(naive.sum()), len(naive))
+    spent = group["usd"]
+    priced = ~np.isnan(spent)
+    per_usd = rewards[priced].sum() / spent[priced].sum() if spent[priced].sum() > 0 else float("nan")
+    per_usd_low, per_usd_high = ratio_ci(rewards[priced], spent[priced], picks=picks if priced.all() else None)
+    tier = group["tier"]
+    return {
+        "model": model, "n": n, "mean_reward": float(rewards.mean()), "ci_low": low, "ci_high": high,
+        **{f"mean_{t}": float(rewards[tier == i].mean()) if (tier == i).any() else float("nan")
+           for i, t in enumerate(TIERS)},
+        "feasible_pct": 100.0 * group["feasible"].mean(), "optimal_pct": 100.0 * group["optimal"].mean(),
+        "no_submit": int(n - group["submitted"].sum()),
+        "median_tokens": float(np.median(group["tokens"])), "median_seconds": _median(group["seconds"]),
         "beat_naive_pct": 100.0 * naive.mean() if len(naive) else float("nan"),
         "beat_naive_low": 100.0 * naive_low, "beat_naive_high": 100.0 * naive_high,
-        "feasible_check_pct": 100.0 * group["checks_to_feasible"].notna().mean(),
-        "median_checks_to_feasible": float(group["checks_to_feasible"].median()),
-        "mean_output_tokens": float(group["output_tokens"].mean()),
-        "usd_per_episode": float(spent.mean()) if len(spent) else float("nan"),
+        "feasible_check_pct": 100.0 * (~np.isnan(group["checks_to_feasible"])).mean(),
+        "median_checks_to_feasible": _median(group["checks_to_feasible"]),
+        "mean_output_tokens": _mean(group["output_tokens"]), "usd_per_episode": _mean(spent),
         "reward_per_usd": float(per_usd), "reward_per_usd_low": per_usd_low, "reward_per_usd_high": per_usd_high,
     }
+
+
+def _known(values: np.ndarray) -> np.ndarray:
+    return values[~np.isnan(values)]
+
+
+def _median(values: np.ndarray) -> float:
+    known = _known(values)
+    return float(np.median(known)) if len(known) else float("nan")
+
+
+def _mean(values: np.ndarray) -> float:
+    known = _known(values)
+    return float(known.mean()) if len(known) else float("nan")
 
 
 def board_json(board: pd.DataFrame) -> list[dict]:

@@ -10,10 +10,12 @@ Three episodes of model a on a task with optimum 100 and naive cost 300 (a gap i
 from __future__ import annotations
 
 import math
+import warnings
 
+import numpy as np
 import pytest
 
-from rollouts.convergence import COLUMNS, convergence
+from rollouts.convergence import COLUMNS, check_cost_lists, column_quantiles, convergence
 from rollouts.index import BrowseIndex
 from rollouts.query import Filters
 from rollouts.schema import index_row
@@ -88,3 +90,18 @@ def test_the_figure_says_when_there_is_nothing_to_draw():
     assert not fig.data and "No checked plans" in fig.layout.annotations[0].text
     curves = convergence(ROWS)
     assert len(convergence_figure(curves=curves).data) == 4
+
+
+def test_quartiles_match_numpy_and_odd_cells_stay_in_their_row():
+    rng = np.random.default_rng(7)
+    values = rng.uniform(0, 2, (301, 9))
+    values[rng.uniform(size=values.shape) < 0.4] = np.nan
+    values[:, 4] = np.nan  # a check where no episode has a gap
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        expected = np.nanpercentile(values, [25, 50, 75], axis=0)
+    for mine, theirs in zip(column_quantiles(values, (0.25, 0.5, 0.75)), expected, strict=True):
+        np.testing.assert_allclose(mine, theirs, equal_nan=True)
+    cells = ["[null,150,120]", "[]", "[1],[2", "3]", None, "x", "[1.5e3, null]", "[true]", '{"a": 1}', "[ 5 ]"]
+    assert check_cost_lists(cells) == [[None, 150, 120], [], None, None, None, None, [1500.0, None], [None], None,
+                                       [5]]
