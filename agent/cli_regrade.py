@@ -19,6 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from tqdm import tqdm
+
 from agent import APP_VERSION
 from berth_env import GRADER_VERSION, load_pack
 from rollouts.layout import RECORD_GLOB, default_rollout_dir
@@ -50,7 +52,9 @@ def main(args: argparse.Namespace) -> int:
     if not (root / "rollouts").is_dir():
         print(f"error: no rollouts in {args.dataset or root} (expected a rollouts/ folder)", file=sys.stderr)
         return 2
-    report = regrade_records(_records(root), _task_of)
+    files = sorted(root.glob(RECORD_GLOB))
+    with tqdm(total=len(files), unit="rollout", file=sys.stderr, disable=None, leave=False) as bar:
+        report = regrade_records(_records(files, bar), _task_of)
     print(flips_table(report, GRADER), end="")
     if args.write and report.regrades:
         with RolloutStore(root) as store:
@@ -59,12 +63,13 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
-def _records(root: Path) -> Iterator[tuple[str, Any]]:
-    for path in sorted(root.glob(RECORD_GLOB)):
+def _records(files: list[Path], bar: tqdm) -> Iterator[tuple[str, Any]]:
+    for path in files:
         try:
             yield path.name, json.loads(path.read_bytes())
         except (OSError, ValueError, RecursionError) as exc:
             yield path.name, exc
+        bar.update(1)
 
 
 def _task_of(task_id: str) -> dict | None:

@@ -22,6 +22,7 @@ from typing import Any
 
 from berth_env import PlanError, evaluate, grade
 from rollouts.metrics import checks_of
+from rollouts.schema import record_problem
 
 FLIP_TOLERANCE = 1e-9
 
@@ -115,12 +116,15 @@ def _check(task: dict, plan: Any) -> dict:
 
 
 def regrade_records(records: Iterable[tuple[str, Any]], task_of: Callable[[str], dict | None]) -> RegradeReport:
-    """Every (name, record) graded again; `task_of(task_id)` gives the full task or None. A record that is not a
-    readable rollout (an exception or a non-dict in place of it) or whose task is unknown is skipped, with why."""
+    """Every (name, record) graded again; `task_of(task_id)` gives the full task or None. A record that cannot be
+    read (an exception in place of it), breaks the record schema or whose task is unknown is skipped, with why."""
     report = RegradeReport()
     for name, record in records:
         if not isinstance(record, dict):
             report.skip("unreadable", name)
+            continue
+        if record_problem(record) is not None:
+            report.skip("not a rollout record", name)
             continue
         task = task_of(record.get("task_id")) if isinstance(record.get("task_id"), str) else None
         if task is None:

@@ -176,19 +176,22 @@ class RolloutStore:
         it is. Safe while other processes save into the folder (rollouts.jsonio.rewrite_lines)."""
         with self._lock:
             self._index.refresh()
-            stale = [row for row in self._index.rows if not COLUMNS.keys() <= row.keys()]
-        rows = {}
-        for row in stale:
-            path = inside(self.root, row["path"])
-            try:
-                record = json.loads(path.read_bytes()) if path is not None else None
-                fresh = index_row(record, row["path"])
-            except (OSError, ValueError, TypeError, AttributeError) as exc:
-                log.warning("cannot fill in the index row of %s: %s", row["episode_id"], exc)
-                continue
-            rows[row["episode_id"]] = {**fresh, **row}
-        with self._lock:
-            filled = self._update_rows(rows, only_stale=True)
+            stale: dict[Path, list[dict]] = {}
+            for row in self._index.rows:
+                if not COLUMNS.keys() <= row.keys():
+                    stale.setdefault(self._index.file_of[row["episode_id"]], []).append(row)
+        filled = 0
+        for rows in stale.values():  # one index file at a time: a few thousand records in memory at most
+            fresh = {}
+            for row in rows:
+                path = inside(self.root, row["path"])
+                try:
+                    record = json.loads(path.read_bytes()) if path is not None else None
+                    fresh[row["episode_id"]] = {**index_row(record, row["path"]), **row}
+                except (OSError, ValueError, TypeError, AttributeError) as exc:
+                    log.warning("cannot fill in the index row of %s: %s", row["episode_id"], exc)
+            with self._lock:
+                filled += self._update_rows(fresh, only_stale=True)
         if filled:
             log.info("filled in the new index columns of %d rollout(s) from their records", filled)
         return filled

@@ -221,3 +221,12 @@ def test_a_record_tampered_in_place_is_caught_even_after_a_write(folder, capsys)
     capsys.readouterr()
     main(["regrade", "--dir", str(root)])
     assert "sound-naive" in table_ids(capsys.readouterr().out)[0]
+
+
+def test_a_file_that_is_not_a_rollout_record_is_skipped_not_written(folder, capsys):
+    root, _, _ = folder
+    (root / "rollouts" / DAY / "stray.json").write_text(json.dumps({"episode_id": "stray", "reward": "lots"}))
+    assert main(["regrade", "--dir", str(root), "--write"]) == 0
+    out = capsys.readouterr().out
+    assert "not a rollout record: 1" in out and "wrote the new grade into 10 record(s)" in out
+    assert "regrade" not in json.loads((root / "rollouts" / DAY / "stray.json").read_text())
