@@ -126,8 +126,8 @@ def leaderboard(rows: Iterable[dict] | pd.DataFrame, *, same_tasks: bool = False
     codes, models = pd.factorize(frame["model"].astype(object), sort=False)
     order = np.argsort(codes, kind="stable")
     bounds = np.searchsorted(codes[order], np.arange(len(models) + 1))
-    board = [_model_row(str(model), {name: values[order[bounds[g]:bounds[g + 1]]]
-                                     for name, values in columns.items()})
+    columns = {name: values[order] for name, values in columns.items()}  # each model's rows now one slice
+    board = [_model_row(str(model), {name: values[bounds[g]:bounds[g + 1]] for name, values in columns.items()})
              for g, model in enumerate(models)]
     return sort_board(pd.DataFrame(board, columns=COLUMNS), sort, descending=descending)
 
