@@ -39,6 +39,8 @@ def test_older_rows_are_filled_in_from_their_records(tmp_path):
 
     old_rows = age(tmp_path, mutate=mutate)
     file = tmp_path / "index" / DAY / "w1.jsonl"
+    browse = LocalSource(tmp_path)  # Browse, reading the folder before and after the fill
+    assert browse.load().table.column("checks_to_feasible").null_count == len(saved)
     with RolloutStore(tmp_path, writer_id="w2") as store:
         assert all(not set(NEW) & set(row) for row in store.rows())
         assert store.fill_index() == len(saved)
@@ -54,8 +56,10 @@ def test_older_rows_are_filled_in_from_their_records(tmp_path):
         assert list(row)[: len(COLUMNS)] == list(COLUMNS)
     hand2 = next(r for r in lines if r["episode_id"] == "hand-2")
     assert hand2["reward"] == 0.123456 and hand2["future_column"] == "kept" and hand2["checks_to_feasible"] == 2
-    # Browse's reader sees the filled-in values.
-    table = LocalSource(tmp_path).load().table
+    # Browse's reader sees the filled-in values, once each.
+    loaded = browse.load()
+    table = loaded.table
+    assert loaded.changed and table.num_rows == len(saved)
     assert table.column("checks_to_feasible").null_count < table.num_rows
     assert dict(zip(table.column("episode_id").to_pylist(), table.column("best_check_cost").to_pylist(),
                     strict=True))["hand-3"] == 303
