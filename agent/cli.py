@@ -1,4 +1,6 @@
-"""Batch runs: `python -m agent run --model SPEC ... (--task ID ... | --split eval [--limit N])`.
+"""Batch runs: `python -m agent run --model SPEC ... (--task ID ... | --split eval [--limit N])`; the board and
+regrading of stored rollouts are `python -m agent board` (agent/cli_board.py) and `python -m agent regrade`
+(agent/cli_regrade.py).
 
 One thread pool per model, so a slow model never holds the workers a fast one needs. Every finished rollout goes
 through the rollout store (the dataset layout in ROLLOUT_DIR; pushed to the Hub with --dataset). A rerun resumes:
@@ -18,6 +20,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from agent import cli_board, cli_regrade
 from agent.loop import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, DEFAULT_WALL_CLOCK_S, run_episode
 from agent.providers.registry import parse_spec, preload_and_freeze
 from agent.spec import SpecError
@@ -25,7 +28,7 @@ from agent.task_api import TaskAPI, TaskAPIError
 from berth_env import load_pack
 from berth_env.embedded import embedded_url
 from rollouts.layout import default_rollout_dir
-from rollouts.leaderboard import board_markdown, leaderboard
+from rollouts.leaderboard import board_markdown, leaderboard, price_note
 from rollouts.store import RolloutStore
 
 # A rollout that ended like this is worth another try when the run is resumed.
@@ -52,11 +55,17 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS)
     run.add_argument("--wall-clock", type=float, default=DEFAULT_WALL_CLOCK_S, help="seconds per episode")
     run.add_argument("--force", action="store_true", help="rerun episodes the folder already holds")
+    cli_board.add_parser(commands)
+    cli_regrade.add_parser(commands)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "board":
+        return cli_board.main(args)
+    if args.command == "regrade":
+        return cli_regrade.main(args)
     try:
         for spec in args.model:
             parse_spec(spec)
@@ -98,6 +107,7 @@ def run_batch(args: argparse.Namespace, task_ids: list[str]) -> int:
     print(f"{len(task_ids)} tasks x {len(args.model)} models: {len(kept)} already in {root}, {len(jobs)} to play",
           file=sys.stderr)
     interrupted = _play_jobs(args, jobs, store)
+    store.fill_index()  # rows a resumed run kept from an older version get the board's newer columns
     _write_board(args, task_ids, store, root)
     if args.dataset and token:
         pushed = store.flush(timeout=600)
@@ -174,7 +184,7 @@ def _write_board(args: argparse.Namespace, task_ids: list[str], store: RolloutSt
     wanted = set(task_ids)
     rows = [r for r in store.rows() if r.get("run") == args.run and r.get("model") in args.model
             and r.get("task_id") in wanted]
-    board = board_markdown(leaderboard(_latest(rows)))
+    board = board_markdown(leaderboard(_latest(rows))) + "\n" + price_note()
     board_path = root / "runs" / args.run / "board.md"
     board_path.parent.mkdir(parents=True, exist_ok=True)
     board_path.write_text(board)
