@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT)]
 
 TEMPLATES = 2000
 DAYS = 60
@@ -53,10 +53,9 @@ FILTER_SETS = [
 
 def generate(root: Path, n: int, seed: int = 0) -> dict:
     """n rollouts in the dataset layout: records, index rows (one index file per day) and the dataset card."""
-    from record_factory import MODELS, make_records
-
     from rollouts import card as dataset_card
     from rollouts.schema import index_row
+    from testkit.records import MODELS, make_records
 
     start = time.perf_counter()
     rng = random.Random(seed)
@@ -128,6 +127,7 @@ def run_index(root: Path) -> dict:
     import pandas  # noqa: F401  (imports are not part of the first view: the app has them loaded already)
 
     from rollouts.index import BrowseIndex
+    from rollouts.layout import record_rel_for
     from rollouts.query import Filters
 
     baseline = peak_rss_mb()
@@ -143,7 +143,9 @@ def run_index(root: Path) -> dict:
                               lambda v: index.board(Filters.parse(**v))))
     # A rollout saved by the app: one more line in an index file, picked up by the next refresh.
     day_file = sorted(root.glob("index/*/*.jsonl"))[-1]
-    row = json.loads(day_file.read_text().splitlines()[-1]) | {"episode_id": "fresh_rollout"}
+    row = json.loads(day_file.read_text().splitlines()[-1])
+    # Its own id, and the record path that goes with it: readers refuse a row whose path names another episode.
+    row |= {"episode_id": "fresh_rollout", "path": record_rel_for("fresh_rollout", row["path"].split("/")[1])}
     with open(day_file, "a") as f:
         f.write(json.dumps(row) + "\n")
     start = time.perf_counter()
