@@ -62,7 +62,9 @@ def read_imports(root: Path, sources: Iterable[str]) -> list[Import]:
         package = module if path.name == "__init__.py" else module.rpartition(".")[0]
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         rel = str(path.relative_to(root))
-        found += [Import(module, target, rel, line) for target, line in dict.fromkeys(imports_in(tree, package, known))]
+        # dict.fromkeys: `from x import a, b` is one edge, not two
+        found += [Import(module, target, rel, line)
+                  for target, line in dict.fromkeys(imports_in(tree, package, known))]
     return found
 
 
