@@ -127,6 +127,7 @@ def run_index(root: Path) -> dict:
     import pandas  # noqa: F401  (imports are not part of the first view: the app has them loaded already)
 
     from rollouts.index import BrowseIndex
+    from rollouts.layout import record_rel_for
     from rollouts.query import Filters
 
     baseline = peak_rss_mb()
@@ -143,8 +144,8 @@ def run_index(root: Path) -> dict:
     # A rollout saved by the app: one more line in an index file, picked up by the next refresh.
     day_file = sorted(root.glob("index/*/*.jsonl"))[-1]
     row = json.loads(day_file.read_text().splitlines()[-1])
-    # An index row must point at its own record file (rollouts.sources refuses any other path).
-    row |= {"episode_id": "fresh_rollout", "path": row["path"].rsplit("/", 1)[0] + "/fresh_rollout.json"}
+    # Its own id, and the record path that goes with it: readers refuse a row whose path names another episode.
+    row |= {"episode_id": "fresh_rollout", "path": record_rel_for("fresh_rollout", row["path"].split("/")[1])}
     with open(day_file, "a") as f:
         f.write(json.dumps(row) + "\n")
     start = time.perf_counter()

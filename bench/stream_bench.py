@@ -5,11 +5,13 @@
    and notes the wall time each token first shows. Latency = shown - sent, same clock. Target: p50 under 150 ms.
 2. Memory: the JS heap of the page after a 40-turn, 100k-token episode, against the same page freshly loaded.
 
-    python bench/stream_bench.py        # about two minutes
+    python bench/stream_bench.py            # about two minutes
+    python bench/stream_bench.py --quick    # a smoke run: fewer tokens and a 4-turn long episode
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -24,10 +26,10 @@ if str(ROOT) not in sys.path:
 
 from playwright.sync_api import sync_playwright  # noqa: E402
 
+from testkit.app import launched_app  # noqa: E402
+from testkit.browser import launch_chromium  # noqa: E402
 from testkit.peers import ChatPeer, Text, Thinking, ToolCall, Turn  # noqa: E402
-from tests.agent_helpers import TASK_ID, optimal_args  # noqa: E402
-from tests.app_fixtures import launched_app  # noqa: E402
-from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
+from testkit.tasks import TASK_ID, optimal_args  # noqa: E402
 
 TOKENS_PER_TURN = 150
 TOKEN_GAP_S = 0.025
@@ -104,8 +106,13 @@ def heap_mb(page) -> float:
 
 
 def main() -> None:
+    global TOKENS_PER_TURN, LONG_TURNS, LONG_TOKENS
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a smoke run, not a measurement")
+    if parser.parse_args().quick:
+        TOKENS_PER_TURN, LONG_TURNS, LONG_TOKENS = 20, 4, 4_000
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as playwright, launched_app(Path(tmp)) as arena:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = launch_chromium(playwright)
         try:
             with ChatPeer(latency_player) as peer:
                 os.environ["VLLM_BASE_URL"] = peer.url + "/v1"

@@ -159,153 +159,156 @@ class FakeHub:
 
     def _build_app(self) -> FastAPI:
         app = FastAPI()
-        hub = self
-
-        @app.middleware("http")
-        async def log_and_inject(request: Request, call_next):
-            route = _route_of(request.method, request.url.path)
-            fault = hub._take_fault(route, after_apply=False) if route else None
-            if fault:
-                response = _fault_response(fault)
-            elif hub.token and route in ("create", "preupload", "commit") and \
-                    request.headers.get("authorization") != f"Bearer {hub.token}":
-                response = JSONResponse({"error": "Invalid credentials in Authorization header"}, status_code=401)
-            else:
-                response = await call_next(request)
-            with hub._lock:
-                hub.requests.append((time.monotonic(), request.method, route or request.url.path,
-                                     response.status_code))
-            return response
-
-        @app.post("/api/repos/create")
-        async def create(request: Request):
-            body = await request.json()
-            repo_type = body.get("type") or "model"
-            repo_id = f"{body['organization']}/{body['name']}" if body.get("organization") else body["name"]
-            with hub._lock:
-                if (repo_type, repo_id) in hub.repos:
-                    return JSONResponse({"error": "You already created this repo", "url": hub._repo_url(
-                        repo_type, repo_id)}, status_code=409)
-                hub.repos[(repo_type, repo_id)] = Repo(repo_type, repo_id)
-            return {"url": hub._repo_url(repo_type, repo_id), "name": repo_id}
-
-        @app.post("/api/validate-yaml")
-        async def validate_yaml(request: Request):
-            body = await request.json()
-            content = body.get("content", "")
-            if content.startswith("---\n"):
-                head = content[4:].partition("\n---\n")[0]
-                try:
-                    yaml.safe_load(head)
-                except yaml.YAMLError as exc:
-                    return JSONResponse({"errors": [{"message": str(exc)}]}, status_code=400)
-            return {"errors": [], "warnings": []}
-
-        @app.post("/api/{kind}/{ns}/{name}/preupload/{revision}")
-        async def preupload(kind: str, ns: str, name: str, revision: str, request: Request):
-            repo = hub._find(kind, ns, name)
-            if repo is None:
-                return _not_found("RepoNotFound")
-            body = await request.json()
-            files = repo.files
-            return {"files": [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False,
-                               "oid": git_oid(files[f["path"]]) if f["path"] in files else None}
-                              for f in body["files"]], "commitOid": repo.at("main").oid}
-
-        @app.post("/api/{kind}/{ns}/{name}/commit/{revision}")
-        async def commit(kind: str, ns: str, name: str, revision: str, request: Request):
-            repo = hub._find(kind, ns, name)
-            if repo is None:
-                return _not_found("RepoNotFound")
-            lines = [json.loads(line) for line in (await request.body()).splitlines() if line.strip()]
-            header = next((x["value"] for x in lines if x["key"] == "header"), {})
-            with hub._lock:
-                files = dict(repo.files)
-                changed = []
-                for item in lines:
-                    key, value = item["key"], item["value"]
-                    if key == "file":
-                        files[value["path"]] = base64.b64decode(value["content"])
-                        changed.append(value["path"])
-                    elif key == "deletedFile":
-                        files.pop(value["path"], None)
-                    elif key == "deletedFolder":
-                        prefix = value["path"].rstrip("/") + "/"
-                        files = {p: d for p, d in files.items() if not p.startswith(prefix)}
-                    elif key != "header":
-                        return JSONResponse({"error": f"fakehub does not take {key!r} items"}, status_code=400)
-                oid = hashlib.sha1(f"{repo.repo_id}:{next(hub._counter)}:{time.time()}".encode()).hexdigest()
-                repo.commits.append(Commit(oid, header.get("summary", ""), changed, files))
-            if hub._take_fault("commit", after_apply=True):
-                return JSONResponse({"error": "injected failure after the commit landed"}, status_code=500)
-            return {"commitUrl": f"{hub._repo_url(repo.repo_type, repo.repo_id)}/commit/{oid}", "commitOid": oid,
-                    "success": True, "pullRequestUrl": None}
-
-        @app.get("/api/{kind}/{ns}/{name}")
-        async def info(kind: str, ns: str, name: str):
-            return hub._info(kind, ns, name, "main")
-
-        @app.get("/api/{kind}/{ns}/{name}/revision/{revision:path}")
-        async def info_at(kind: str, ns: str, name: str, revision: str):
-            return hub._info(kind, ns, name, revision)
-
-        @app.get("/api/{kind}/{ns}/{name}/tree/{revision}")
-        @app.get("/api/{kind}/{ns}/{name}/tree/{revision}/{path:path}")
-        async def tree(kind: str, ns: str, name: str, revision: str, request: Request, path: str = ""):
-            snapshot = hub._snapshot(kind, ns, name, revision)
-            if isinstance(snapshot, Response):
-                return snapshot
-            recursive = request.query_params.get("recursive", "false").lower() == "true"
-            entries = _tree(snapshot.files, path.strip("/"), recursive)
-            if entries is None:
-                return _not_found("EntryNotFound")
-            start = int(request.query_params.get("cursor", 0))
-            page = entries[start:start + hub.page_size]
-            headers = {}
-            if start + hub.page_size < len(entries):
-                url = request.url.include_query_params(cursor=start + hub.page_size)
-                headers["Link"] = f'<{url}>; rel="next"'
-            return JSONResponse(page, headers=headers)
-
-        @app.post("/api/{kind}/{ns}/{name}/paths-info/{revision}")
-        async def paths_info(kind: str, ns: str, name: str, revision: str, request: Request):
-            snapshot = hub._snapshot(kind, ns, name, revision)
-            if isinstance(snapshot, Response):
-                return snapshot
-            form = await request.form()
-            out = []
-            for path in form.getlist("paths"):
-                path = str(path).strip("/")
-                if path in snapshot.files:
-                    out.append(_file_entry(path, snapshot.files[path]))
-                elif any(p.startswith(path + "/") for p in snapshot.files):
-                    out.append(_dir_entry(path))
-            return out
-
-        @app.api_route("/{kind}/{ns}/{name}/resolve/{revision}/{path:path}", methods=["GET", "HEAD"])
-        async def resolve(kind: str, ns: str, name: str, revision: str, path: str, request: Request):
-            snapshot = hub._snapshot(kind, ns, name, revision)
-            if isinstance(snapshot, Response):
-                return snapshot
-            data = snapshot.files.get(path)
-            if data is None:
-                return _not_found("EntryNotFound")
-            headers = {"ETag": f'"{git_oid(data)}"', "X-Repo-Commit": snapshot.oid, "Accept-Ranges": "bytes"}
-            status, body = 200, data
-            ranged = request.headers.get("range", "")
-            if ranged.startswith("bytes="):
-                first, _, last = ranged[6:].partition("-")
-                lo, hi = int(first or 0), int(last) if last else len(data) - 1
-                if lo >= len(data) and data:
-                    return Response(status_code=416, headers={"Content-Range": f"bytes */{len(data)}"})
-                body, status = data[lo:hi + 1], 206
-                headers["Content-Range"] = f"bytes {lo}-{lo + len(body) - 1}/{len(data)}"
-            headers["Content-Length"] = str(len(body))
-            if request.method == "HEAD":
-                return Response(status_code=status, headers=headers)
-            return Response(body, status_code=status, headers=headers, media_type="application/octet-stream")
-
+        app.middleware("http")(self._log_and_inject)
+        repo = "/api/{kind}/{ns}/{name}"
+        app.add_api_route("/api/repos/create", self._on_create, methods=["POST"])
+        app.add_api_route("/api/validate-yaml", self._on_validate_yaml, methods=["POST"])
+        app.add_api_route(repo + "/preupload/{revision}", self._on_preupload, methods=["POST"])
+        app.add_api_route(repo + "/commit/{revision}", self._on_commit, methods=["POST"])
+        app.add_api_route(repo, self._on_info, methods=["GET"])
+        app.add_api_route(repo + "/revision/{revision:path}", self._on_info_at, methods=["GET"])
+        app.add_api_route(repo + "/tree/{revision}", self._on_tree, methods=["GET"])
+        app.add_api_route(repo + "/tree/{revision}/{path:path}", self._on_tree, methods=["GET"])
+        app.add_api_route(repo + "/paths-info/{revision}", self._on_paths_info, methods=["POST"])
+        app.add_api_route("/{kind}/{ns}/{name}/resolve/{revision}/{path:path}", self._on_resolve,
+                          methods=["GET", "HEAD"])
         return app
+
+    # -- the routes ------------------------------------------------------------------------------------------------
+
+    async def _log_and_inject(self, request: Request, call_next):
+        route = _route_of(request.method, request.url.path)
+        fault = self._take_fault(route, after_apply=False) if route else None
+        if fault:
+            response = _fault_response(fault)
+        elif self.token and route in ("create", "preupload", "commit") and \
+                request.headers.get("authorization") != f"Bearer {self.token}":
+            response = JSONResponse({"error": "Invalid credentials in Authorization header"}, status_code=401)
+        else:
+            response = await call_next(request)
+        with self._lock:
+            self.requests.append((time.monotonic(), request.method, route or request.url.path,
+                                 response.status_code))
+        return response
+
+    async def _on_create(self, request: Request):
+        body = await request.json()
+        repo_type = body.get("type") or "model"
+        repo_id = f"{body['organization']}/{body['name']}" if body.get("organization") else body["name"]
+        with self._lock:
+            if (repo_type, repo_id) in self.repos:
+                return JSONResponse({"error": "You already created this repo", "url": self._repo_url(
+                    repo_type, repo_id)}, status_code=409)
+            self.repos[(repo_type, repo_id)] = Repo(repo_type, repo_id)
+        return {"url": self._repo_url(repo_type, repo_id), "name": repo_id}
+
+    async def _on_validate_yaml(self, request: Request):
+        body = await request.json()
+        content = body.get("content", "")
+        if content.startswith("---\n"):
+            head = content[4:].partition("\n---\n")[0]
+            try:
+                yaml.safe_load(head)
+            except yaml.YAMLError as exc:
+                return JSONResponse({"errors": [{"message": str(exc)}]}, status_code=400)
+        return {"errors": [], "warnings": []}
+
+    async def _on_preupload(self, kind: str, ns: str, name: str, revision: str, request: Request):
+        repo = self._find(kind, ns, name)
+        if repo is None:
+            return _not_found("RepoNotFound")
+        body = await request.json()
+        files = repo.files
+        return {"files": [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False,
+                           "oid": git_oid(files[f["path"]]) if f["path"] in files else None}
+                          for f in body["files"]], "commitOid": repo.at("main").oid}
+
+    async def _on_commit(self, kind: str, ns: str, name: str, revision: str, request: Request):
+        repo = self._find(kind, ns, name)
+        if repo is None:
+            return _not_found("RepoNotFound")
+        lines = [json.loads(line) for line in (await request.body()).splitlines() if line.strip()]
+        header = next((x["value"] for x in lines if x["key"] == "header"), {})
+        with self._lock:
+            files = dict(repo.files)
+            changed = []
+            for item in lines:
+                key, value = item["key"], item["value"]
+                if key == "file":
+                    files[value["path"]] = base64.b64decode(value["content"])
+                    changed.append(value["path"])
+                elif key == "deletedFile":
+                    files.pop(value["path"], None)
+                elif key == "deletedFolder":
+                    prefix = value["path"].rstrip("/") + "/"
+                    files = {p: d for p, d in files.items() if not p.startswith(prefix)}
+                elif key != "header":
+                    return JSONResponse({"error": f"fakehub does not take {key!r} items"}, status_code=400)
+            oid = hashlib.sha1(f"{repo.repo_id}:{next(self._counter)}:{time.time()}".encode()).hexdigest()
+            repo.commits.append(Commit(oid, header.get("summary", ""), changed, files))
+        if self._take_fault("commit", after_apply=True):
+            return JSONResponse({"error": "injected failure after the commit landed"}, status_code=500)
+        return {"commitUrl": f"{self._repo_url(repo.repo_type, repo.repo_id)}/commit/{oid}", "commitOid": oid,
+                "success": True, "pullRequestUrl": None}
+
+    async def _on_info(self, kind: str, ns: str, name: str):
+        return self._info(kind, ns, name, "main")
+
+    async def _on_info_at(self, kind: str, ns: str, name: str, revision: str):
+        return self._info(kind, ns, name, revision)
+
+    async def _on_tree(self, kind: str, ns: str, name: str, revision: str, request: Request, path: str = ""):
+        snapshot = self._snapshot(kind, ns, name, revision)
+        if isinstance(snapshot, Response):
+            return snapshot
+        recursive = request.query_params.get("recursive", "false").lower() == "true"
+        entries = _tree(snapshot.files, path.strip("/"), recursive)
+        if entries is None:
+            return _not_found("EntryNotFound")
+        start = int(request.query_params.get("cursor", 0))
+        page = entries[start:start + self.page_size]
+        headers = {}
+        if start + self.page_size < len(entries):
+            url = request.url.include_query_params(cursor=start + self.page_size)
+            headers["Link"] = f'<{url}>; rel="next"'
+        return JSONResponse(page, headers=headers)
+
+    async def _on_paths_info(self, kind: str, ns: str, name: str, revision: str, request: Request):
+        snapshot = self._snapshot(kind, ns, name, revision)
+        if isinstance(snapshot, Response):
+            return snapshot
+        form = await request.form()
+        out = []
+        for path in form.getlist("paths"):
+            path = str(path).strip("/")
+            if path in snapshot.files:
+                out.append(_file_entry(path, snapshot.files[path]))
+            elif any(p.startswith(path + "/") for p in snapshot.files):
+                out.append(_dir_entry(path))
+        return out
+
+    async def _on_resolve(self, kind: str, ns: str, name: str, revision: str, path: str, request: Request):
+        snapshot = self._snapshot(kind, ns, name, revision)
+        if isinstance(snapshot, Response):
+            return snapshot
+        data = snapshot.files.get(path)
+        if data is None:
+            return _not_found("EntryNotFound")
+        headers = {"ETag": f'"{git_oid(data)}"', "X-Repo-Commit": snapshot.oid, "Accept-Ranges": "bytes"}
+        status, body = 200, data
+        ranged = request.headers.get("range", "")
+        if ranged.startswith("bytes="):
+            first, _, last = ranged[6:].partition("-")
+            lo, hi = int(first or 0), int(last) if last else len(data) - 1
+            if lo >= len(data) and data:
+                return Response(status_code=416, headers={"Content-Range": f"bytes */{len(data)}"})
+            body, status = data[lo:hi + 1], 206
+            headers["Content-Range"] = f"bytes {lo}-{lo + len(body) - 1}/{len(data)}"
+        headers["Content-Length"] = str(len(body))
+        if request.method == "HEAD":
+            return Response(status_code=status, headers=headers)
+        return Response(body, status_code=status, headers=headers, media_type="application/octet-stream")
+
 
     def _repo_url(self, repo_type: str, repo_id: str) -> str:
         prefix = "" if repo_type == "model" else f"{repo_type}s/"

@@ -1,30 +1,14 @@
-"""Shared pieces for the agent-loop tests: tasks with known reference plans, and event-stream helpers."""
+"""Shared pieces for the agent-loop tests: play an episode, and read the event stream it gave.
+
+The task with known reference plans (TASK_ID, optimal_args, naive_args) is in testkit/tasks.py.
+"""
 
 from __future__ import annotations
 
 import json
 
 from agent.loop import stream_episode
-
-TASK_ID = "dock-24B-w06x1-busy-0"  # 17 ships; optimal 87, naive 658 (PORTSIM_SPEC §8.4)
-
-
-def task() -> dict:
-    from berth_env import load_pack
-
-    return load_pack().get(TASK_ID)
-
-
-def optimal_args(task_id: str = TASK_ID) -> str:
-    from berth_env import load_pack
-
-    return json.dumps({"plan": load_pack().get(task_id)["reference"]["optimal_plan"]})
-
-
-def naive_args(task_id: str = TASK_ID) -> str:
-    from berth_env import load_pack
-
-    return json.dumps({"plan": load_pack().get(task_id)["reference"]["naive_plan"]})
+from testkit.tasks import TASK_ID
 
 
 def play(model: str, env_url: str, **options) -> tuple[list[dict], dict]:

@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+
 import pytest
+
+from testkit.warm_python import WarmPython
 
 # The launched app (`arena`) for the app and browser tests.
 pytest_plugins = ["tests.app_fixtures"]
+# What `python -m agent run` imports on its way (the adapters the tests use, the embedded server, the store),
+# imported once by the warm interpreter that `warm_python` forks from.
+WARM_PRELOAD = ["agent.cli", "agent.providers.baseline", "agent.providers.anthropic_messages",
+                "agent.providers.chat_completions", "berth_env.server", "berth_env.embedded", "rollouts.store",
+                "rollouts.leaderboard"]
 
 
 @pytest.fixture(scope="session")
@@ -14,3 +24,21 @@ def env_url() -> str:
     from berth_env.embedded import embedded_url
 
     return embedded_url()
+
+
+@pytest.fixture(scope="session")
+def warm_python() -> Iterator[WarmPython]:
+    """`python -m ...` child processes that skip Python's start-up (testkit/warm_python.py)."""
+    runner = WarmPython(WARM_PRELOAD)
+    runner.start()
+    yield runner
+    runner.close()
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """`-n auto` (pyproject.toml): one worker more than the cores, since the tests spend much of their time waiting
+    on servers, child processes and the browser. PYTEST_XDIST_AUTO_NUM_WORKERS still decides when set."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return cores + 1

@@ -16,7 +16,8 @@ from testkit.peers import (
     rate_limited,
     thinking_signature,
 )
-from tests.agent_helpers import count, joined, naive_args, optimal_args, play, task, types
+from testkit.tasks import naive_args, optimal_args, task
+from tests.agent_helpers import count, joined, play, types
 
 MODEL = "anthropic:claude-test"
 

@@ -11,7 +11,8 @@ from agent.providers.base import Interrupt, ToolCall
 from agent.providers.baseline import BaselinePlayer
 from berth_env import evaluate, grade, greedy_plan, load_pack, naive_plan
 from testkit.servers import berth_server, free_port
-from tests.agent_helpers import TASK_ID, play, types
+from testkit.tasks import TASK_ID
+from tests.agent_helpers import play, types
 from tests.grader_helpers import TOY_TASK_LINE
 
 

@@ -9,7 +9,8 @@ import pytest
 
 from agent.providers.chat_completions import ThinkSplitter
 from testkit.peers import ChatPeer, DieAfter, Error, Text, Thinking, ToolCall, Turn, Usage, always
-from tests.agent_helpers import count, joined, naive_args, optimal_args, play, types
+from testkit.tasks import naive_args, optimal_args
+from tests.agent_helpers import count, joined, play, types
 
 HF = "hf:org/planner"
 

@@ -1,4 +1,8 @@
-"""`python -m agent run`: batch runs through the store, resumable, with a board; Ctrl-C keeps what finished."""
+"""`python -m agent run`: batch runs through the store, resumable, with a board; Ctrl-C keeps what finished.
+
+Each run is its own process. One is started cold (`subprocess`), to hold the entry point itself; the others fork
+from a warm interpreter (testkit/warm_python.py) that imported the CLI once, which saves about 2.5 s a run.
+"""
 
 from __future__ import annotations
 
@@ -10,23 +14,33 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from berth_env import grade, greedy_plan, load_pack
 from testkit.peers import ChatPeer, Text, ToolCall, Turn
-from tests.agent_helpers import optimal_args
+from testkit.tasks import optimal_args
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def agent(*args: str, env: dict | None = None, timeout: float = 240) -> subprocess.CompletedProcess:
+@pytest.fixture
+def agent(warm_python):
+    def run(*args: str, env: dict | None = None, timeout: float = 240) -> subprocess.CompletedProcess:
+        return warm_python.run("agent", *args, env={**os.environ, **(env or {})}, timeout=timeout)
+
+    return run
+
+
+def cold_agent(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "agent", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **(env or {})})
+                          timeout=timeout)
 
 
 def records(root: Path) -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted(root.glob("rollouts/*/*.json"))]
 
 
-def test_batch_run_writes_the_dataset_layout_resumes_and_writes_a_board(tmp_path):
+def test_batch_run_writes_the_dataset_layout_resumes_and_writes_a_board(agent, tmp_path):
     out = tmp_path / "rollouts"
     first = agent("run", "--model", "baseline:greedy", "--model", "baseline:naive", "--split", "eval",
                   "--limit", "3", "--out", str(out), "--run", "smoke", "--concurrency", "2")
@@ -57,7 +71,7 @@ def test_batch_run_writes_the_dataset_layout_resumes_and_writes_a_board(tmp_path
     assert len(records(out)) == 7
 
 
-def test_episodes_with_errors_are_played_again_on_resume(tmp_path):
+def test_episodes_with_errors_are_played_again_on_resume(agent, tmp_path):
     out = tmp_path / "rollouts"
     broken = agent("run", "--model", "anthropic:claude-x", "--task", "dock-24B-w06x1-busy-0", "--out", str(out),
                    env={"ANTHROPIC_API_KEY": ""})
@@ -68,14 +82,14 @@ def test_episodes_with_errors_are_played_again_on_resume(tmp_path):
     assert "1 to play" in retry.stderr
 
 
-def test_bad_arguments_fail_with_a_message_not_a_traceback(tmp_path):
-    result = agent("run", "--model", "gpt-5", "--split", "eval", "--out", str(tmp_path))
+def test_bad_arguments_fail_with_a_message_not_a_traceback(agent, tmp_path):
+    result = cold_agent("run", "--model", "gpt-5", "--split", "eval", "--out", str(tmp_path))
     assert result.returncode == 2 and "must start with one of" in result.stderr and "Traceback" not in result.stderr
     result = agent("run", "--model", "baseline:greedy", "--split", "nope", "--out", str(tmp_path))
     assert result.returncode == 2 and "has no tasks" in result.stderr
 
 
-def test_ctrl_c_stops_cleanly_and_keeps_what_finished(tmp_path):
+def test_ctrl_c_stops_cleanly_and_keeps_what_finished(warm_python, tmp_path):
     out = tmp_path / "rollouts"
 
     def player(request: dict) -> Turn:
@@ -87,10 +101,9 @@ def test_ctrl_c_stops_cleanly_and_keeps_what_finished(tmp_path):
         return Turn(Text("thinking slowly " * 400), chunk=8, delay=0.05)
 
     with ChatPeer(player) as peer:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "agent", "run", "--model", "vllm:m", "--task", "dock-24B-w06x1-busy-0",
-             "--task", "dock-36A-w15x1-busy-0", "--task", "dock-36A-w17x1-busy-0", "--out", str(out),
-             "--concurrency", "3"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        process = warm_python.popen(
+            "agent", "run", "--model", "vllm:m", "--task", "dock-24B-w06x1-busy-0", "--task",
+            "dock-36A-w15x1-busy-0", "--task", "dock-36A-w17x1-busy-0", "--out", str(out), "--concurrency", "3",
             env={**os.environ, "VLLM_BASE_URL": peer.url + "/v1"})
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and len(records(out)) < 1:

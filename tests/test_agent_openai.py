@@ -7,7 +7,8 @@ import json
 import pytest
 
 from testkit.peers import ResponsesPeer, Thinking, ToolCall, Turn, Usage, encrypted_reasoning, rate_limited
-from tests.agent_helpers import joined, naive_args, optimal_args, play, task, types
+from testkit.tasks import naive_args, optimal_args, task
+from tests.agent_helpers import joined, play, types
 
 MODEL = "openai:gpt-test@high"
 

@@ -18,7 +18,7 @@ from agent.providers.baseline import BaselinePlayer
 from agent.providers.chat_completions import HFRouterProvider, VLLMProvider
 from agent.providers.openai_responses import ResponsesProvider
 from agent.spec import SpecError
-from tests.agent_helpers import TASK_ID
+from testkit.tasks import TASK_ID
 
 SETUP = ProviderSetup(system="the rules", tools=[{"name": "check_plan", "description": "check a draft",
                                                   "input_schema": {"type": "object"}}],

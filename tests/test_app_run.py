@@ -8,7 +8,7 @@ import pytest
 from gradio_client import Client
 
 from testkit.peers import ChatPeer, Text, Thinking, ToolCall, Turn
-from tests.agent_helpers import TASK_ID, optimal_args
+from testkit.tasks import TASK_ID, optimal_args
 
 
 def slow_player(request: dict) -> Turn:

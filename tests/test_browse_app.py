@@ -12,9 +12,9 @@ import pytest
 from gradio_client import Client
 
 from rollouts.store import RolloutStore
+from testkit.app import launched_app
 from testkit.fakehub import running_fakehub
 from testkit.records import make_records
-from tests.app_fixtures import launched_app
 from tests.browse_helpers import (
     UPSTREAM_CARD,
     UPSTREAM_FILE,

@@ -12,7 +12,7 @@ from agent.notes import CUTOFF_NOTES, CUTOFF_NUDGE, LAST_TURN, NUDGE, note_kind
 from berth_env import load_pack
 from testkit.peers import ChatPeer, Text, Thinking, ToolCall, Turn
 from testkit.records import make_records
-from tests.agent_helpers import optimal_args
+from testkit.tasks import optimal_args
 from viewer.replay import record_events
 
 TASKS = [t["task_id"] for t in load_pack().split("eval")[:4]]

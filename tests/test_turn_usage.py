@@ -12,7 +12,8 @@ from genai_prices import calc_price
 
 from rollouts.schema import index_row, record_problem
 from testkit.peers import ChatPeer, ToolCall, Turn, Usage
-from tests.agent_helpers import naive_args, optimal_args, play
+from testkit.tasks import naive_args, optimal_args
+from tests.agent_helpers import play
 
 MODEL = "hf:Qwen/Qwen3.8-27B:cerebras"
 

@@ -1,28 +1,29 @@
-"""Browser fixtures: Debian's chromium (apt), driven by Playwright with `executable_path`; never a download."""
+"""Browser fixtures: Debian's chromium (testkit/browser.py), one browser per test process, a fresh context a test."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import sync_playwright
+from playwright.sync_api import expect, sync_playwright
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-# Without the background-networking flags chromium keeps trying to reach Google's hosts from a closed network.
-CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--disable-background-networking", "--disable-component-update", "--no-first-run",
-                 "--disable-sync", "--disable-quic"]
+from testkit.browser import ChromiumMissing, launch_chromium
+
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+TIMEOUT_MS = 20_000
+# Assertions wait as long as actions do: with the tests running in parallel on two cores, a page may take more
+# than Playwright's default 5 s to show what it will show.
+expect.set_options(timeout=TIMEOUT_MS)
 
 
 @pytest.fixture(scope="session")
 def chromium_browser():
-    if not Path(CHROMIUM).exists():
-        pytest.fail("the browser tests need Debian's chromium: apt-get install chromium")
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            browser = launch_chromium(playwright)
+        except ChromiumMissing as exc:
+            pytest.fail(f"the browser tests need it: {exc}")
         yield browser
         browser.close()
 
@@ -34,7 +35,7 @@ def browser_context_factory(chromium_browser):
 
     def make():
         context = chromium_browser.new_context(viewport={"width": 1400, "height": 1000})
-        context.set_default_timeout(20000)
+        context.set_default_timeout(TIMEOUT_MS)
         contexts.append(context)
         return context
 

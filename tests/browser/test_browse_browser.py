@@ -14,8 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 from playwright.sync_api import Page, expect
 
+from testkit.app import launched_app
 from testkit.records import make_record, make_records
-from tests.app_fixtures import launched_app
 from tests.browser.conftest import ARTIFACTS
 
 pytestmark = pytest.mark.browser

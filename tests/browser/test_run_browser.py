@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from testkit.peers import ChatPeer, Text, Thinking, ToolCall, Turn
-from tests.agent_helpers import TASK_ID, optimal_args
+from testkit.tasks import TASK_ID, optimal_args
 from tests.browser.conftest import ARTIFACTS
 
 pytestmark = pytest.mark.browser

@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from testkit.peers import ChatPeer, Error, Text, ToolCall, Turn, always
-from tests.agent_helpers import TASK_ID, optimal_args
+from testkit.tasks import TASK_ID, optimal_args
 
 pytestmark = pytest.mark.browser
 

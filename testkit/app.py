@@ -1,0 +1,55 @@
+"""The app, launched for real on a free local port, for the app and browser tests and the stream benchmark.
+
+`launched_app(folder, records=..., **settings)` builds `app.build_app(ctx)` over an AppContext on `folder/rollouts`
+(no Hub dataset, no upstream source and the embedded berth server unless `settings` say otherwise), saves
+`records` before it starts, launches it with `prevent_thread_lock` and closes it on the way out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from testkit.servers import free_port
+
+
+@dataclass
+class LaunchedApp:
+    url: str       # ends with "/"
+    ctx: Any       # viewer.context.AppContext
+    root: Path     # the rollout folder (ROLLOUT_DIR)
+    demo: Any      # gradio.Blocks
+
+
+def settings_for(rollout_dir: Path, **overrides: Any) -> Any:
+    """viewer.context.Settings for a test: a local folder only, unless `overrides` add a Hub or a server."""
+    from viewer.context import Settings
+
+    values = {"env_url": None, "rollout_dir": Path(rollout_dir), "dataset": None, "hub_token": None,
+              "public_rollouts": None, "space_id": None, "max_episodes": 16, "max_episodes_per_session": 2,
+              "baseline_pace_s": 0.02}  # a blink per step: fast, yet a run still streams several updates
+    values.update(overrides)
+    return Settings(**values)
+
+
+@contextmanager
+def launched_app(folder: Path, *, records: Iterable[dict] = (), **settings: Any) -> Iterator[LaunchedApp]:
+    import app as app_module
+    from viewer.context import AppContext
+
+    ctx = AppContext.create(settings_for(Path(folder) / "rollouts", **settings))
+    for record in records:
+        ctx.store.save(record)
+    demo = app_module.build_app(ctx)
+    # A port of its own, not Gradio's 7860 and up: test processes running in parallel (and a developer's app)
+    # would race for the same ones.
+    _, url, _ = app_module.launch(demo, prevent_thread_lock=True, quiet=True, server_name="127.0.0.1",
+                                  server_port=free_port())
+    try:
+        yield LaunchedApp(url if url.endswith("/") else url + "/", ctx, ctx.store.root, demo)
+    finally:
+        demo.close()
+        ctx.store.close()
