@@ -16,7 +16,8 @@ import gradio as gr
 
 from viewer import api, browse_api
 from viewer import browse_handlers as browse_on
-from viewer.browse_section import BrowseSection, build_browse_section
+from viewer.browse_components import BrowseSection
+from viewer.browse_section import build_browse_section, wire_page_load
 from viewer.context import AppContext
 from viewer.run_section import attach_episode, build_run_section
 from viewer.wiring import bind
@@ -74,24 +75,22 @@ def build_app(ctx: AppContext | None = None) -> gr.Blocks:
             with gr.Tab("Run", id="run"):
                 run = build_run_section(ctx)
             with gr.Tab("Browse", id="browse") as browse_tab:
-                browse = build_browse_section(ctx)
+                browse = build_browse_section(ctx, tabs)
         watch = gr.Textbox(visible=False, elem_id="watch-episode")
-        loaded = demo.load(read_link, None, [tabs, watch], api_visibility="private")
+        loaded = demo.load(read_link, None, [watch], api_visibility="private")
         loaded.then(bind(attach_episode, run), [watch], run.frame_outputs, show_progress="hidden",
                     api_visibility="private")
-        browse.on_page_load(demo)
+        wire_page_load(browse, demo)
         browse_tab.select(bind(browse_on.tab_selected, browse), [browse.state], [*browse.outputs, browse.timer],
                           api_visibility="private", show_progress="hidden")
         _api(ctx, browse)
     return demo
 
 
-def read_link(request: gr.Request) -> tuple:
-    """The page's own link: `?episode=` re-attaches to an episode; `?tab=browse` or `?rollout=` opens Browse (whose
-    own load shows the view the rest of the query describes)."""
+def read_link(request: gr.Request) -> str:
+    """`?episode=<id>` in the page's own link: the episode to re-attach to (Browse reads its own keys)."""
     query = request.query_params if request is not None else {}
-    browse = query.get("tab") == "browse" or bool(query.get("rollout"))
-    return gr.Tabs(selected="browse" if browse else "run"), (query.get("episode") or "").strip()
+    return (query.get("episode") or "").strip()
 
 
 def _api(ctx: AppContext, browse: BrowseSection) -> None:

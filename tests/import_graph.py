@@ -64,11 +64,12 @@ def read_imports(root: Path, sources: Iterable[str]) -> list[Import]:
         rel = str(path.relative_to(root))
         # dict.fromkeys: `from x import a, b` is one edge, not two
         found += [Import(module, target, rel, line)
-                  for target, line in dict.fromkeys(imports_in(tree, package, known))]
+                  for target, line in dict.fromkeys(imports_in(tree, package, known, module))]
     return found
 
 
-def imports_in(tree: ast.Module, package: str, known: set[str] = frozenset()) -> Iterator[tuple[str, int]]:
+def imports_in(tree: ast.Module, package: str, known: set[str] = frozenset(),
+               module: str = "") -> Iterator[tuple[str, int]]:
     """(absolute module, line) for each import in a parsed module. `package` resolves relative imports;
     `known` (dotted project module names) tells `from pkg import submodule` from `from module import name`."""
     constants = _string_constants(tree)
@@ -84,6 +85,26 @@ def imports_in(tree: ast.Module, package: str, known: set[str] = frozenset()) ->
         elif isinstance(node, ast.Call) and _is_dynamic_import(node.func) and node.args:
             for name in _static_strings(node.args[0], constants):
                 yield name, node.lineno
+        elif isinstance(node, ast.Call) and _scanned_package(node) in {m.rpartition(".")[0] for m in known}:
+            # `pkgutil.iter_modules(pkg.__path__)` then import_module(...): every module of that package.
+            scanned = _scanned_package(node)
+            for name in sorted(m for m in known if m.rpartition(".")[0] == scanned and m != module):
+                yield name, node.lineno
+
+
+def _scanned_package(node: ast.Call) -> str | None:
+    """`pkg.sub` for a call `pkgutil.iter_modules(pkg.sub.__path__)` (a registry importing a whole package)."""
+    name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+    if name != "iter_modules" or not node.args:
+        return None
+    arg = node.args[0]
+    if not (isinstance(arg, ast.Attribute) and arg.attr == "__path__"):
+        return None
+    parts, value = [], arg.value
+    while isinstance(value, ast.Attribute):
+        parts.append(value.attr)
+        value = value.value
+    return ".".join([value.id, *reversed(parts)]) if isinstance(value, ast.Name) else None
 
 
 def _absolute(module: str, level: int, package: str) -> str:

@@ -5,16 +5,14 @@ Each function takes the Browse section first (app.py binds it) and checks its ow
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import gradio as gr
 
 from rollouts.index import REMOTE_WAIT_S, RolloutNotFound, records_of
 from rollouts.query import PAGE_SIZE, SORTABLE, Filters
 from rollouts.sources import SourceError
-
-if TYPE_CHECKING:
-    from viewer.browse_section import BrowseSection
+from viewer.browse_components import BrowseSection
 
 API_COLUMNS = ["episode_id", "started", "model", "model_name", "task_id", "difficulty", "quay", "num_ships", "reward",
                "submitted", "feasible", "cost", "optimal_cost", "naive_cost", "turns", "checks", "seconds",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import gradio as gr
 
@@ -18,6 +18,7 @@ from rollouts.jsonio import atomic_write
 from rollouts.leaderboard import price_note
 from rollouts.query import PAGE_SIZE, options
 from rollouts.sources import SourceError
+from viewer.browse_components import BrowseSection
 from viewer.browse_state import VIEWS, BrowseState, state_from_query
 from viewer.browse_views import (
     board_table,
@@ -35,9 +36,6 @@ from viewer.markdown import escape_cell
 from viewer.replay import record_messages
 from viewer.summary import grade_panel, usage_summary
 from viewer.wiring import base_url, unchanged
-
-if TYPE_CHECKING:
-    from viewer.browse_section import BrowseSection
 
 log = logging.getLogger(__name__)
 APP_TITLE = "Berth-planning agent arena"
@@ -149,11 +147,13 @@ def show_draft(section: BrowseSection, state: BrowseState, position: float, step
 
 
 def load_page(section: BrowseSection, request: gr.Request) -> dict:
-    """The page's own URL at load: the Browse view it asks for (the list alone on any other link)."""
+    """The page's own URL at load: a Browse link opens the Browse tab on the view it asks for; any other link leaves
+    Browse to fill itself when its tab is opened."""
     query = request.query_params if request is not None else {}
-    browse = query.get("tab") == "browse" or bool(query.get("rollout"))
-    new = state_from_query(str(request.url.query)) if browse else BrowseState()
-    return render(section, None, new, form=browse, base=base_url(request))
+    if not (query.get("tab") == "browse" or query.get("rollout")):
+        return unchanged(section.state)
+    new = state_from_query(str(request.url.query))
+    return {**render(section, None, new, form=True, base=base_url(request)), section.app_tabs: gr.Tabs(selected="browse")}
 
 
 def apply_popstate(section: BrowseSection, query: str, state: BrowseState, request: gr.Request = None) -> dict:

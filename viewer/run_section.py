@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
@@ -25,6 +24,7 @@ from rollouts.schema import valid_episode_id
 from viewer.chart import preview_chart, step_chart
 from viewer.context import SERVER_CHOICES, AppContext
 from viewer.markdown import escape_md
+from viewer.run_components import RunSection
 from viewer.run_stream import FormError, page_frames, replay_frame, start_episode
 from viewer.task_view import task_brief
 from viewer.wiring import bind, unchanged
@@ -47,48 +47,6 @@ DEFAULT_TASK = "dock-24B-w06x1-standard-0"
 IDLE_STATUS = "Pick a model and a task, then **Run**."
 SCROLL_TO_EPISODE = """() => { if (window.innerWidth < 768) {
   document.querySelector('#status')?.scrollIntoView({behavior: 'smooth', block: 'start'}); } }"""
-
-
-@dataclass
-class RunSection:
-    ctx: AppContext
-    # the form
-    model: gr.Dropdown
-    model_note: gr.Markdown
-    tier: gr.Dropdown
-    quay: gr.Dropdown
-    task: gr.Dropdown
-    random_task: gr.Button
-    run_button: gr.Button
-    stop_button: gr.Button
-    episode_info: gr.Markdown
-    server: gr.Radio
-    server_url: gr.Textbox
-    server_note: gr.Markdown
-    max_turns: gr.Number
-    max_tokens: gr.Number
-    keys: gr.Accordion
-    key_fields: dict[str, gr.Textbox]
-    catalog: gr.State
-    # the right-hand side
-    status: gr.Markdown
-    preview: gr.Column
-    preview_text: gr.Markdown
-    preview_chart: gr.Plot
-    live: gr.Column
-    chat: gr.Chatbot
-    chart: gr.Plot
-    plan_step: gr.Slider
-    steps: gr.State
-    grade: gr.Markdown
-    optimal: gr.Plot
-    episode: gr.State
-
-    @property
-    def frame_outputs(self) -> list[Any]:
-        """Everything an episode's display may change."""
-        return [self.chat, self.status, self.chart, self.plan_step, self.steps, self.grade, self.optimal,
-                self.episode_info, self.episode, self.preview, self.live]
 
 
 # -- building --------------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import gradio as gr
 
@@ -22,11 +22,9 @@ from agent.spec import SpecError
 from viewer.chart import optimum_chart, preview_chart, step_chart
 from viewer.context import AppContext
 from viewer.live import LiveView
+from viewer.run_components import RunSection
 from viewer.summary import grade_panel
 from viewer.wiring import base_url
-
-if TYPE_CHECKING:
-    from viewer.run_section import RunSection
 
 # Redraw the page at most this often while tokens stream; the chat diff is small, the chart only on new plans.
 FRAME_S = 0.05

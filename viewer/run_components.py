@@ -1,0 +1,52 @@
+"""The Run section's components, by name: what its handlers read and change (built by viewer/run_section.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import gradio as gr
+
+from viewer.context import AppContext
+
+
+@dataclass
+class RunSection:
+    ctx: AppContext
+    # the form
+    model: gr.Dropdown
+    model_note: gr.Markdown
+    tier: gr.Dropdown
+    quay: gr.Dropdown
+    task: gr.Dropdown
+    random_task: gr.Button
+    run_button: gr.Button
+    stop_button: gr.Button
+    episode_info: gr.Markdown
+    server: gr.Radio
+    server_url: gr.Textbox
+    server_note: gr.Markdown
+    max_turns: gr.Number
+    max_tokens: gr.Number
+    keys: gr.Accordion
+    key_fields: dict[str, gr.Textbox]
+    catalog: gr.State
+    # the right-hand side
+    status: gr.Markdown
+    preview: gr.Column
+    preview_text: gr.Markdown
+    preview_chart: gr.Plot
+    live: gr.Column
+    chat: gr.Chatbot
+    chart: gr.Plot
+    plan_step: gr.Slider
+    steps: gr.State
+    grade: gr.Markdown
+    optimal: gr.Plot
+    episode: gr.State
+
+    @property
+    def frame_outputs(self) -> list[Any]:
+        """Everything an episode's display may change."""
+        return [self.chat, self.status, self.chart, self.plan_step, self.steps, self.grade, self.optimal,
+                self.episode_info, self.episode, self.preview, self.live]
