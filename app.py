@@ -82,7 +82,7 @@ def build_app(ctx: AppContext | None = None) -> gr.Blocks:
                     api_visibility="private")
         wire_page_load(browse, demo)
         browse_tab.select(bind(browse_on.tab_selected, browse), [browse.state], [*browse.outputs, browse.timer],
-                          api_visibility="private", show_progress="hidden")
+                          api_visibility="private", show_progress="hidden", queue=False)
         _api(ctx, browse)
     return demo
 

@@ -78,7 +78,7 @@ def wire_page_load(section: BrowseSection, demo: gr.Blocks) -> None:
     and draws a single row.
     """
     demo.load(bind(on.load_page, section), None, [*section.outputs, section.app_tabs], api_visibility="private",
-              show_progress="hidden").then(None, js=LISTEN_POPSTATE_JS)
+              show_progress="hidden", queue=False).then(None, js=LISTEN_POPSTATE_JS)
 
 
 def make_index(ctx: AppContext) -> BrowseIndex:
@@ -234,7 +234,8 @@ def _build_hidden() -> dict[str, Any]:
 
 
 def _wire(s: BrowseSection) -> None:
-    private = {"api_visibility": "private", "show_progress": "hidden"}
+    # Straight to the handler, not through the queue: these are quick, and a visitor is waiting on each click.
+    private = {"api_visibility": "private", "show_progress": "hidden", "queue": False}
     out = s.outputs
     filters = [s.f_model, s.f_task, s.f_tier, s.f_quay, s.f_source, s.f_submitted, s.f_feasible, s.sort_by, s.order]
     gr.on([s.search.submit, *[f.input for f in filters], s.f_reward_min.submit, s.f_reward_max.submit,
