@@ -1,9 +1,11 @@
-"""The berth-planning agent arena: run a model on a PortSimEnv v1 task and watch it live; browse every rollout.
+"""The berth-planning agent arena: run a model on a PortSimEnv v1 task and watch it live; browse every rollout;
+play a task by hand.
 
     python app.py            # http://127.0.0.1:7860, embedded berth server, offline with the baselines
 
 This file composes the sections (viewer/) and the API for scripts; configuration is by environment variables
-(README.md): BERTH_ENV_URL, ROLLOUT_DIR, ROLLOUT_DATASET, PUBLIC_ROLLOUTS, HF_TOKEN and the provider keys.
+(README.md): BERTH_ENV_URL, ROLLOUT_DIR, ROLLOUT_DATASET, PUBLIC_ROLLOUTS, TASKS_DATASET, HF_TOKEN and the provider
+keys.
 """
 
 from __future__ import annotations
@@ -14,9 +16,10 @@ import sys
 
 import gradio as gr
 
-from viewer import api
+from viewer import api, play_api
 from viewer.browse_section import build_browse_tab
 from viewer.context import AppContext
+from viewer.play_section import build_play_section
 from viewer.run_section import attach_episode, build_run_section
 from viewer.wiring import bind
 
@@ -27,7 +30,8 @@ ABOUT = ("Each task is one week at quay 24B or 36A of the Port of Barcelona, fro
          "arrive late, sections close, cranes break, gales stop all moves. The model reads the situation, tests "
          "drafts with `check_plan` (10 per episode) and hands in one plan with `submit_plan`, graded against a "
          "proven optimum ([PortSimEnv v1](https://fineenvs-portsimenv.hf.space), played here on an embedded "
-         "compatible server). **Run** plays a model live; **Browse** ranks, compares and shares every rollout. "
+         "compatible server). **Run** plays a model live; **Browse** ranks, compares and shares every rollout; **Play** "
+         "lets you try a task yourself, with the same tools and checks. "
          "Task data: Port de Barcelona open data portal, CC BY-SA 4.0.")
 CSS = """
 #header {padding: 0 0 2px 0}
@@ -38,12 +42,15 @@ CSS = """
 .berth-chart {overflow-x: auto}
 .berth-chart .js-plotly-plot, .berth-chart .plot-container {min-width: 720px}
 #run-buttons button {min-height: 42px}
-#random-task {align-self: flex-end; max-height: 42px; margin-bottom: 6px}
+.task-filters {gap: 6px !important; align-items: center}
+.random-task {max-width: 44px; min-height: 36px}
+#play-buttons button {min-height: 42px; white-space: nowrap}
 @media (max-width: 640px) {
   .gradio-container {padding-left: 8px !important; padding-right: 8px !important}
   #header h2 {font-size: 1.15rem}
   #header p {font-size: 0.85rem}
   #run-buttons {flex-wrap: nowrap}
+  #play-table th, #play-table td {font-size: 12px}
 }
 """
 
@@ -59,6 +66,8 @@ def build_app(ctx: AppContext | None = None) -> gr.Blocks:
                 run = build_run_section(ctx)
             with gr.Tab("Browse", id="browse"):
                 browse = build_browse_tab(ctx)
+            with gr.Tab("Play", id="play", elem_id="play"):
+                build_play_section(ctx)
         watch = gr.Textbox(visible=False, elem_id="watch-episode")
         loaded = demo.load(read_link, None, [tabs, watch, browse.rollout_id], api_visibility="private")
         loaded.then(bind(attach_episode, run), [watch], run.frame_outputs, show_progress="hidden",
@@ -69,17 +78,23 @@ def build_app(ctx: AppContext | None = None) -> gr.Blocks:
 
 
 def read_link(request: gr.Request) -> tuple:
-    """The page's own link: `?episode=` re-attaches to an episode, `?rollout=` or `?tab=browse` opens Browse."""
+    """The page's own link: `?episode=` re-attaches to an episode, `?rollout=` or `?tab=browse` opens Browse,
+    `?tab=play` opens Play."""
     query = dict(request.query_params) if request is not None else {}
-    tab = "browse" if query.get("tab") == "browse" or query.get("rollout") else "run"
+    tab = "browse" if query.get("tab") == "browse" or query.get("rollout") else \
+        "play" if query.get("tab") == "play" else "run"
     return gr.Tabs(selected=tab), (query.get("episode") or "").strip(), (query.get("rollout") or "").strip()
 
 
 def _api(ctx: AppContext) -> None:
-    """The API for scripts (gradio_client): `run` streams updates, `rollout` returns a record, `stop` stops."""
+    """The API for scripts (gradio_client): `run` streams updates, `rollout` returns a record, `stop` stops;
+    `play_start`, `play_check` and `play_submit` play a task by hand."""
     gr.api(bind(api.run, ctx), api_name="run", concurrency_limit=None)
     gr.api(bind(api.rollout, ctx), api_name="rollout")
     gr.api(bind(api.stop, ctx), api_name="stop")
+    gr.api(bind(play_api.play_start, ctx), api_name="play_start", concurrency_limit=None)
+    gr.api(bind(play_api.play_check, ctx), api_name="play_check", concurrency_limit=None)
+    gr.api(bind(play_api.play_submit, ctx), api_name="play_submit", concurrency_limit=None)
 
 
 def launch(demo: gr.Blocks, **options):
