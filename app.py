@@ -43,6 +43,8 @@ CSS = """
 .berth-chart .js-plotly-plot, .berth-chart .plot-container {min-width: 720px}
 #run-buttons button {min-height: 42px}
 .task-filters {gap: 6px !important; align-items: center}
+.task-filters .wrap-inner {padding: 0 2px 0 8px !important}
+.task-filters input {margin-left: 0 !important; padding-right: 16px !important; text-overflow: ellipsis; font-size: 0.9rem}
 .random-task {max-width: 44px; min-height: 36px}
 #play-buttons button {min-height: 42px; white-space: nowrap}
 @media (max-width: 640px) {

@@ -185,6 +185,7 @@ class TaskDataset:
         log.info("tasks dataset %s: %s", self.repo, reason)
         if cached is not None:
             return _publish(replace(cached, text=f"{cached.text} · cached copy", detail=f"{self.repo}: {reason}"))
+        set_runtime_packs([])  # what the page says is what is served
         splits = _bundled_splits()
         return _publish(TasksStatus("offline", self.repo, f"offline: {_bundled_text(splits)}", splits,
                                     f"{self.repo}: {reason}"))

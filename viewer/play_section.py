@@ -37,7 +37,7 @@ DEFAULT_TASK = "dock-24B-w06x1-standard-0"
 HOW_TO = ("Edit the table (berth hour, first section, cranes; an empty cranes cell means the ship's standard "
           "count): the chart follows. **Check** tells you what breaks and what it costs; **Submit** is graded "
           "once against the proven optimum (reward 1.0).")
-VIOLATIONS_SHOWN = 12
+VIOLATIONS_SHOWN = 6
 
 
 @dataclass
@@ -78,10 +78,10 @@ def build_play_section(ctx: AppContext) -> PlaySection:
                 check_button = gr.Button(_check_label(10), variant="primary", min_width=100, elem_id="play-check")
                 submit_button = gr.Button("Submit", variant="secondary", min_width=100, elem_id="play-submit")
             verdict = gr.Markdown(HOW_TO, elem_id="play-verdict")
+            restart_button = gr.Button("↺ Start over from the published plan", size="sm", elem_id="play-restart")
             table = gr.Dataframe(_rows(task), headers=HEADERS, datatype=DATATYPES, type="array", interactive=True,
                                  static_columns=[0], max_height=440, label="Your plan", show_label=True,
                                  elem_id="play-table", column_widths=["30%", "22%", "28%", "20%"])
-            restart_button = gr.Button("↺ Start over from the published plan", size="sm", elem_id="play-restart")
             with gr.Accordion("Plan as JSON (paste one in)", open=False, elem_id="play-json-box"):
                 plan_json = gr.Textbox(lines=4, max_lines=12, show_label=False, elem_id="play-json",
                                        placeholder='[{"ship": 0, "berth_hour": 0, "section": 4, "cranes": 1}, …]')
@@ -190,7 +190,8 @@ def submit_table(section: PlaySection, task_id: str, rows: Any, episode: dict | 
                 section.episode: {"id": played.episode_id, "task_id": played.task_id}}
     link = section.ctx.share_link(f"tab=browse&rollout={played.episode_id}", base_url(request))
     saved = (f"⚠️ {escape_md(played.save_error)}" if played.save_error else
-             f"Saved as rollout `{played.episode_id}` · [open it in Browse]({link})")
+             f"Saved as rollout `{played.episode_id}` · [open it in Browse]({link}) · your plan beside the proven "
+             "optimum is under the chart; **Start over** plays the task again")
     return {section.verdict: f"🏁 **Submitted** · reward **{fmt_num(result.get('reward'))}** · "
                              f"{_verdict_words(result)}\n\n{saved}",
             section.chart: berth_chart(task, plan, title=f"Submitted · {_verdict_words(result)}"),
@@ -229,7 +230,7 @@ def check_markdown(task: dict, result: dict, number: int, max_checks: int) -> st
         lines.append(f"- ship {escape_cell(ship)} {escape_cell(name)}: {escape_cell(violation.get('problem'))}")
     hidden = len(result.get("violations") or []) - VIOLATIONS_SHOWN
     if hidden > 0:
-        lines.append(f"- … and {hidden} more (red on the chart; hover a ship)")
+        lines.append(f"- … and {hidden} more: red on the chart (hover a ship)")
     lines += [f"- entry: {escape_cell(problem)}" for problem in result.get("entry_problems") or []]
     return "\n".join(lines)
 
