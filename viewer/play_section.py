@@ -86,6 +86,8 @@ def build_play_section(ctx: AppContext) -> PlaySection:
                 plan_json = gr.Textbox(lines=4, max_lines=12, show_label=False, elem_id="play-json",
                                        placeholder='[{"ship": 0, "berth_hour": 0, "section": 4, "cranes": 1}, …]')
                 load_json = gr.Button("Put it in the table", size="sm", elem_id="play-load-json")
+            if ctx.settings.space_id:  # off a Space a LoginButton cannot work (gradio-and-hub notes)
+                gr.LoginButton("Sign in with Hugging Face to play under your name")
         with gr.Column(scale=7, min_width=300, elem_id="play-view"):
             brief = gr.Markdown(_brief(task, picker.task.value), elem_id="play-brief")
             with gr.Accordion("The situation, as a model reads it", open=False, elem_id="play-situation-box"):
