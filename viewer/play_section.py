@@ -90,10 +90,10 @@ def build_play_section(ctx: AppContext) -> PlaySection:
                 gr.LoginButton("Sign in with Hugging Face to play under your name")
         with gr.Column(scale=7, min_width=300, elem_id="play-view"):
             brief = gr.Markdown(_brief(task, picker.task.value), elem_id="play-brief")
-            with gr.Accordion("The situation, as a model reads it", open=False, elem_id="play-situation-box"):
-                situation = gr.Markdown(_situation(task), elem_id="play-situation")
             chart = gr.Plot(preview_chart(task) if task else None, show_label=False, elem_id="play-chart",
                             elem_classes=["berth-chart"])
+            with gr.Accordion("The situation, as a model reads it", open=False, elem_id="play-situation-box"):
+                situation = gr.Markdown(_situation(task), elem_id="play-situation")
             grade = gr.Markdown(elem_id="play-grade")
             optimal = gr.Plot(visible=False, show_label=False, elem_id="play-optimal", elem_classes=["berth-chart"])
     section = PlaySection(ctx, picker, picker.task, check_button, submit_button, restart_button, verdict, table,
@@ -280,7 +280,7 @@ def _rows(task: dict | None) -> list[list[Any]]:
 
 
 def _brief(task: dict | None, task_id: str | None) -> str:
-    return task_brief(task, task_id or "")
+    return task_brief(task, task_id or "", explain=False)  # HOW_TO, beside the table, says what to do
 
 
 def _situation(task: dict | None) -> str:

@@ -25,7 +25,7 @@ from viewer.wiring import bind, unchanged
 ALL = "all"
 DEFAULT_SPLIT = "eval"  # the benchmark split leads; "train" and "all" are one click away
 SEARCH_HINT = "type to search"
-POLL_S = 2.0
+FIRST_POLL_S, POLL_S = 0.5, 2.0  # a page soon shows what is served now, then follows the loading at ease
 
 
 @dataclass
@@ -68,7 +68,7 @@ def build_task_picker(ctx: AppContext, *, default: str | None, prefix: str = "",
         random_task = gr.Button("🎲", size="sm", min_width=40, scale=0, elem_id=f"{prefix}random-task",
                                 elem_classes=["random-task"])
     return TaskPicker(ctx, task, split_box, tier, quay, ships, random_task, gr.State(None), gr.State(status.version),
-                      gr.Timer(POLL_S, active=True))
+                      gr.Timer(FIRST_POLL_S, active=True))
 
 
 def wire_task_picker(picker: TaskPicker) -> list[Any]:
@@ -103,18 +103,25 @@ def follow_tasks(picker: TaskPicker, version: int, split: str, tier: str, quay: 
     """A timer tick: when the served tasks changed since the page drew them, redraw the picker; the timer stops
     once the tasks dataset is no longer loading."""
     status = tasks_status()
-    stop = status.state != "loading"
+    timer = gr.Timer(POLL_S, active=status.state == "loading")
     if status.version == version:
-        return {picker.timer: gr.Timer(active=False)} if stop else unchanged(picker.task)
-    out: dict = {picker.version: status.version, picker.timer: gr.Timer(active=not stop)}
+        return {picker.timer: timer}
+    out: dict = {picker.version: status.version, picker.timer: timer}
     if catalog is not None:  # the page shows a remote server's tasks: only the note changes
         return {**out, picker.task: gr.Dropdown(info=_info(status.text))}
+    # Values are sent only when they must change: a person may be picking while the tick is on its way.
     choices = embedded_catalog()
-    split = split if split == ALL or any(c.split == split for c in choices) else ALL
-    shown = _filter(choices, split, tier, quay, ships)
-    return {**out, picker.split: gr.Dropdown(choices=_split_options(choices), value=split),
+    kept_split = split if split == ALL or any(c.split == split for c in choices) else ALL
+    shown = _filter(choices, kept_split, tier, quay, ships)
+    value = _keep(current, shown)
+    return {**out, picker.split: _update(split, kept_split, choices=_split_options(choices)),
             picker.quay: gr.Dropdown(choices=_quay_options(choices)),
-            picker.task: gr.Dropdown(choices=_options(shown), value=_keep(current, shown), info=_info(status.text))}
+            picker.task: _update(current, value, choices=_options(shown), info=_info(status.text))}
+
+
+def _update(old: str | None, new: str | None, **changes: Any) -> gr.Dropdown:
+    """A dropdown update that carries a value only when it differs from the one on the page."""
+    return gr.Dropdown(**changes, **({"value": new} if new != old else {}))
 
 
 def show_catalog(picker: TaskPicker, listed: list[TaskChoice] | None, note: str | None = None) -> dict:

@@ -97,7 +97,9 @@ def test_a_train_task_played_by_hand_checks_submits_and_lands_in_browse(dataset_
     page.goto(f"{dataset_arena.url}?tab=play")
     expect(page.locator("#play-check")).to_be_visible(timeout=20000)
     expect(page.locator("#play")).to_be_visible()
-    expect(page.locator("#play-task")).to_contain_text(f"{50 + TRAIN_COUNT} tasks (50 eval · {TRAIN_COUNT} train)")
+    # The page was built while the dataset loaded; the picker catches up at once.
+    expect(page.locator("#play-task")).to_contain_text(f"{50 + TRAIN_COUNT} tasks (50 eval · {TRAIN_COUNT} train)",
+                                                       timeout=20000)
     choose(page, "play-split", f"train · {TRAIN_COUNT}")
     pick_task(page, "play-task", TRAIN_TASK)
     task = load_pack().get(TRAIN_TASK)
@@ -153,7 +155,7 @@ def test_the_picker_filters_1100_style_lists_and_keeps_run_in_reach(dataset_aren
     for viewport in (LAPTOP, PHONE):
         page = page_at(browser_context_factory, viewport)
         page.goto(dataset_arena.url)
-        expect(page.locator("#task")).to_contain_text("50 eval")
+        expect(page.locator("#task")).to_contain_text(f"50 eval · {TRAIN_COUNT} train", timeout=20000)
         for element in ("#model", "#task", "#run"):
             box = page.locator(element).bounding_box()
             assert box and box["y"] + box["height"] <= viewport["height"], (element, viewport, box)
@@ -191,9 +193,9 @@ def test_offline_the_page_says_the_bundled_eval_tasks_serve(tmp_path, browser_co
             assert app.ctx.tasks.wait(timeout=30).state == "offline"
             page = page_at(browser_context_factory, LAPTOP)
             page.goto(f"{app.url}?tab=play")
-            expect(page.locator("#play-task")).to_contain_text("offline: the 50 bundled eval tasks")
+            expect(page.locator("#play-task")).to_contain_text("offline: the 50 bundled eval tasks", timeout=20000)
             page.goto(app.url)
-            expect(page.locator("#task")).to_contain_text("offline: the 50 bundled eval tasks")
+            expect(page.locator("#task")).to_contain_text("offline: the 50 bundled eval tasks", timeout=20000)
     finally:
         os.environ.pop("HF_ENDPOINT", None) if previous is None else os.environ.update(HF_ENDPOINT=previous)
         uninstall()
