@@ -3,6 +3,7 @@ hand-played) and the tasks dataset loading in the background."""
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
 from dataclasses import dataclass, field
@@ -78,6 +79,9 @@ class AppContext:
         registry = RunRegistry(store.save, max_total=settings.max_episodes,
                                max_per_owner=settings.max_episodes_per_session)
         plays = PlayRegistry(store.save, env_url=settings.env_url)
+        # Registered after the store's own exit hook, so it runs first: open hand-played episodes are saved
+        # (`interrupted`) before the store pushes what waits.
+        atexit.register(plays.close)
         tasks = serve_tasks_dataset(settings.tasks_dataset or "", background=True, cache_dir=settings.tasks_cache)
         return cls(settings, store, registry, plays, tasks)
 
