@@ -16,8 +16,9 @@ import sys
 
 import gradio as gr
 
-from viewer import api, play_api
-from viewer.browse_section import build_browse_tab
+from viewer import api, browse_api, play_api
+from viewer import browse_handlers as browse_on
+from viewer.browse_section import BrowseSection, build_browse_section
 from viewer.context import AppContext
 from viewer.play_section import build_play_section
 from viewer.run_section import attach_episode, build_run_section
@@ -47,53 +48,73 @@ CSS = """
 .task-filters input {margin-left: 0 !important; padding-right: 16px !important; text-overflow: ellipsis; font-size: 0.9rem}
 .random-task {max-width: 44px; min-height: 36px}
 #play-buttons button {min-height: 42px; white-space: nowrap}
+#browse-bar button {align-self: flex-end; max-height: 42px; margin-bottom: 6px}
+#browse-bar .block {padding-top: 6px; padding-bottom: 6px}
+#header {flex-grow: 3 !important}
+#about {flex-grow: 1 !important; align-self: center}
+#rollouts table, #board table, #heatmap table, #compare-diff table {font-family: var(--font); font-size: 0.85rem}
+#rollouts th, #board th, #heatmap th, #compare-diff th {white-space: nowrap; word-break: keep-all}
+#rollouts tbody tr {cursor: pointer}
+#rollout-detail, #rollout-list, #run-view, #run-form, #play-view, #play-form {min-width: 0 !important; max-width: 100%}
+#rollout-head, #compare-head {overflow-wrap: anywhere}
+.berth-chart-compact {overflow-x: auto}
+@media (max-width: 768px) {
+  #browse-split {flex-direction: column-reverse}
+}
 @media (max-width: 640px) {
-  .gradio-container {padding-left: 8px !important; padding-right: 8px !important}
   #header h2 {font-size: 1.15rem}
   #header p {font-size: 0.85rem}
   #run-buttons {flex-wrap: nowrap}
   #play-table th, #play-table td {font-size: 12px}
 }
 """
+# Gradio scopes `css` to the app's content; the page margin belongs to an element around it.
+HEAD = "<style>@media (max-width: 640px) { .gradio-container .main.app {padding-left: 10px; padding-right: 10px} }</style>"
 
 
 def build_app(ctx: AppContext | None = None) -> gr.Blocks:
     ctx = ctx or AppContext.create()
     with gr.Blocks(title=TITLE) as demo:
-        gr.Markdown(HEADER, elem_id="header")
-        with gr.Accordion("What is this?", open=False, elem_id="about"):
-            gr.Markdown(ABOUT)
+        with gr.Row(equal_height=False, elem_id="header-row"):
+            gr.Markdown(HEADER, elem_id="header")
+            with gr.Accordion("What is this?", open=False, elem_id="about"):
+                gr.Markdown(ABOUT)
         with gr.Tabs(selected="run") as tabs:
             with gr.Tab("Run", id="run"):
                 run = build_run_section(ctx)
-            with gr.Tab("Browse", id="browse"):
-                browse = build_browse_tab(ctx)
+            with gr.Tab("Browse", id="browse") as browse_tab:
+                browse = build_browse_section(ctx)
             with gr.Tab("Play", id="play", elem_id="play"):
                 build_play_section(ctx)
         watch = gr.Textbox(visible=False, elem_id="watch-episode")
-        loaded = demo.load(read_link, None, [tabs, watch, browse.rollout_id], api_visibility="private")
+        loaded = demo.load(read_link, None, [tabs, watch], api_visibility="private")
         loaded.then(bind(attach_episode, run), [watch], run.frame_outputs, show_progress="hidden",
                     api_visibility="private")
-        browse.on_deep_link(loaded)
-        _api(ctx)
+        browse.on_page_load(demo)
+        browse_tab.select(bind(browse_on.tab_selected, browse), [browse.state], [*browse.outputs, browse.timer],
+                          api_visibility="private", show_progress="hidden")
+        _api(ctx, browse)
     return demo
 
 
 def read_link(request: gr.Request) -> tuple:
-    """The page's own link: `?episode=` re-attaches to an episode, `?rollout=` or `?tab=browse` opens Browse,
-    `?tab=play` opens Play."""
-    query = dict(request.query_params) if request is not None else {}
-    tab = "browse" if query.get("tab") == "browse" or query.get("rollout") else \
-        "play" if query.get("tab") == "play" else "run"
-    return gr.Tabs(selected=tab), (query.get("episode") or "").strip(), (query.get("rollout") or "").strip()
+    """The page's own link: `?episode=` re-attaches to an episode; `?tab=browse` or `?rollout=` opens Browse (whose
+    own load shows the view the rest of the query describes); `?tab=play` opens Play."""
+    query = request.query_params if request is not None else {}
+    browse = query.get("tab") == "browse" or bool(query.get("rollout"))
+    tab = "browse" if browse else "play" if query.get("tab") == "play" else "run"
+    return gr.Tabs(selected=tab), (query.get("episode") or "").strip()
 
 
-def _api(ctx: AppContext) -> None:
+def _api(ctx: AppContext, browse: BrowseSection) -> None:
     """The API for scripts (gradio_client): `run` streams updates, `rollout` returns a record, `stop` stops;
-    `play_start`, `play_check` and `play_submit` play a task by hand."""
+    Browse's rows, leaderboard and records; `play_start`, `play_check` and `play_submit` play a task by hand."""
     gr.api(bind(api.run, ctx), api_name="run", concurrency_limit=None)
     gr.api(bind(api.rollout, ctx), api_name="rollout")
     gr.api(bind(api.stop, ctx), api_name="stop")
+    gr.api(bind(browse_api.browse_rollouts, browse), api_name="browse_rollouts")
+    gr.api(bind(browse_api.browse_leaderboard, browse), api_name="browse_leaderboard")
+    gr.api(bind(browse_api.browse_record, browse), api_name="browse_record")
     gr.api(bind(play_api.play_start, ctx), api_name="play_start", concurrency_limit=None)
     gr.api(bind(play_api.play_check, ctx), api_name="play_check", concurrency_limit=None)
     gr.api(bind(play_api.play_submit, ctx), api_name="play_submit", concurrency_limit=None)
@@ -102,7 +123,7 @@ def _api(ctx: AppContext) -> None:
 def launch(demo: gr.Blocks, **options):
     """Queue and launch; run history stays off, since it would keep typed API keys in the browser."""
     demo.queue(default_concurrency_limit=8, max_size=128)
-    return demo.launch(css=CSS, footer_links=["api"], run_history=False, **options)
+    return demo.launch(css=CSS, head=HEAD, footer_links=["api"], run_history=False, **options)
 
 
 if __name__ == "__main__":

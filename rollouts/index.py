@@ -19,16 +19,19 @@ import time
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
 
 from rollouts.leaderboard import leaderboard
 from rollouts.query import PAGE_SIZE, SOURCES, Filters, filter_mask, page_of, sort_rows
-from rollouts.schema import COLUMNS, valid_episode_id
+from rollouts.schema import COLUMNS, TIERS, valid_episode_id
 from rollouts.search import TranscriptIndex
 from rollouts.sources import Loaded, SourceError
 from rollouts.sources.hub import HubSource
@@ -40,7 +43,8 @@ log = logging.getLogger(__name__)
 CATEGORIES = ("run", "model", "model_name", "task_id", "difficulty", "quay", "end_reason", "played_in",
               "env_url", "source")
 LOCAL_EVERY_S = 1.0      # the folder is looked at (stat of its index files) at most this often
-REMOTE_WAIT_S = 15.0     # how long an explicit Refresh or a deep link waits for the Hub sources
+REMOTE_WAIT_S = 15.0
+EXPORT_COLUMNS = [*COLUMNS, "played_in"]  # the index row, with `source` saying where the row came from     # how long an explicit Refresh or a deep link waits for the Hub sources
 
 
 # -- the frame -------------------------------------------------------------------------------------------------
@@ -296,6 +300,32 @@ class BrowseIndex:
                 self._boards.popitem(last=False)
         return board
 
+    def matching(self, filters: Filters) -> pd.DataFrame:
+        """Every row that passes the filters and the search, newest first."""
+        frame = self.frame
+        return frame[filter_mask(frame, filters, self.transcripts)]
+
+    def heatmap(self, filters: Filters) -> Heatmap:
+        """Mean reward per task and model over the filtered rows, tasks grouped by tier; each cell knows its best
+        rollout (highest reward, the newest of equals) so a click can open it."""
+        return heatmap_of(self.matching(filters))
+
+    def export(self, filters: Filters, folder: Path, *, fmt: str, sort: str = "started",
+               descending: bool = True) -> Path:
+        """The filtered rows (every index column) as a CSV or Parquet file in `folder`."""
+        if fmt not in ("csv", "parquet"):
+            raise ValueError(f"export format must be csv or parquet, not {fmt!r}")
+        rows = sort_rows(self.matching(filters), sort, descending)
+        columns = [c for c in EXPORT_COLUMNS if c in rows.columns]
+        table = pa.Table.from_pylist(records_of(rows, columns))
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"rollouts-{len(rows)}-{time.strftime('%Y%m%dT%H%M%S')}.{fmt}"
+        if fmt == "csv":
+            pa_csv.write_csv(table, path)
+        else:
+            pq.write_table(table, path)
+        return path
+
     def row(self, episode_id: str) -> dict | None:
         frame = self.frame
         hits = np.flatnonzero((frame["episode_id"] == episode_id).to_numpy())
@@ -360,6 +390,40 @@ class BrowseIndex:
                 text += " (still loading)"
             parts.append(text)
         return ", ".join(parts)
+
+
+@dataclass
+class Heatmap:
+    tasks: list[tuple[str, str]]            # (tier, task id), tiers easiest first, then task id
+    models: list[str]                       # most rollouts first
+    mean: list[list[float | None]]          # [task][model]
+    count: list[list[int]]
+    best: list[list[str | None]]            # the episode id a click on the cell opens
+
+
+def heatmap_of(rows: pd.DataFrame) -> Heatmap:
+    if rows.empty:
+        return Heatmap([], [], [], [], [])
+    rows = rows.assign(task_id=rows["task_id"].astype("str"), model=rows["model"].astype("str"),
+                       difficulty=rows["difficulty"].astype("str"))
+    groups = rows.groupby(["task_id", "model"], sort=False, observed=True)
+    stats = groups["reward"].agg(["mean", "size"])
+    # The best rollout of a cell: highest reward; rows are newest first, so the first of equals is the newest.
+    best = rows.loc[groups["reward"].idxmax().to_numpy(), ["task_id", "model", "episode_id"]]
+    best_of = {(r.task_id, r.model): r.episode_id for r in best.itertuples()}
+    rank = {tier: i for i, tier in enumerate(TIERS)}
+    tiers = rows.groupby("task_id", sort=False)["difficulty"].first()
+    tasks = sorted(((str(tiers[t]), t) for t in tiers.index), key=lambda p: (rank.get(p[0], len(rank)), p[1]))
+    models = list(rows["model"].value_counts().index)
+    cells = stats.to_dict("index")
+    mean = [[_plain_number(cells.get((t, m), {}).get("mean")) for m in models] for _, t in tasks]
+    count = [[int(cells.get((t, m), {}).get("size", 0)) for m in models] for _, t in tasks]
+    best_ids = [[best_of.get((t, m)) for m in models] for _, t in tasks]
+    return Heatmap(tasks, models, mean, count, best_ids)
+
+
+def _plain_number(value: Any) -> float | None:
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
 
 
 def _plain(row: dict) -> dict:

@@ -60,7 +60,7 @@ def test_a_ship_spans_its_berth_hour_to_departure_over_its_sections(pack) -> Non
     assert "tail:0" not in _shapes(fig, "tail:")
     assert len(_shapes(fig, "ship:")) == len(task["ships"])
     hover = next(t for t in fig.data if t.name == "ships")
-    i = list(hover.text).index("0")
+    i = list(hover.customdata).index(0)
     assert (hover.x[i], hover.y[i]) == (13.5, 5.5)
     assert "<b>0 PERSEUS</b>" in hover.hovertext[i] and "sections 4–7" in hover.hovertext[i]
 
@@ -76,7 +76,7 @@ def test_violation_marks_exactly_the_ships_the_checker_flags(pack) -> None:
     assert red == flagged
     assert fig.layout.title.text == f"{BUSY} · infeasible · 3 violations on 2 ships"
     hover = next(t for t in fig.data if t.name == "ships")
-    text12 = hover.hovertext[list(hover.text).index("12")]
+    text12 = hover.hovertext[list(hover.customdata).index(12)]
     assert "cannot arrive" in text12 and "overlaps ship 0" in text12
     assert "breaks a rule (hover for which)" in {t.name for t in fig.data}  # legend entry only when something is flagged
     clean = berth_chart(task, _optimal(task))
@@ -162,7 +162,7 @@ def test_hover_text_is_escaped(pack) -> None:
     task["ships"][3]["name"] = "<img src=x onerror=alert(1)>"
     fig = berth_chart(task, _optimal(task))
     hover = next(t for t in fig.data if t.name == "ships")
-    text = hover.hovertext[list(hover.text).index("3")]
+    text = hover.hovertext[list(hover.customdata).index(3)]
     assert "<img" not in text and "&lt;img src=x onerror=alert(1)&gt;" in text
 
 

@@ -231,16 +231,19 @@ def _crane_traces(task: Mapping[str, Any], view: PlanView, x_hi: int) -> list[go
 
 def berth_chart(task: Mapping[str, Any], plan: Any, *, check: Any = None, previous_plan: Any = None,
                 title: str | None = None, height: int | None = None, published: bool = True,
-                cranes: bool = True) -> go.Figure:
+                cranes: bool = True, highlight: set[int] | None = None,
+                highlight_label: str = "changed since the previous draft") -> go.Figure:
     """The berth chart of one plan (any form the model may send; None for "no plan yet").
 
     `check`: a precomputed `berth_env.check` result for the plan. `previous_plan`: ships placed differently from
-    it are filled orange. `published`: outline and arrow where the published plan had each moved ship. `cranes`:
-    the crane panel under the quay (crane-rule tasks). An unreadable plan gives the quay without ships, saying so.
+    it are filled orange (or give the ships to fill as `highlight`, named `highlight_label` in the legend).
+    `published`: outline and arrow where the published plan had each moved ship. `cranes`: the crane panel under
+    the quay (crane-rule tasks). An unreadable plan gives the quay without ships, saying so.
     """
     view = read_plan(task, plan, check)
-    highlight = moved_ships(task, plan, previous_plan) if previous_plan is not None and view.result else set()
-    changed_label = "changed since the previous draft"
+    if highlight is None:
+        highlight = moved_ships(task, plan, previous_plan) if previous_plan is not None and view.result else set()
+    changed_label = highlight_label
     y_span = _y_span(task, [view])
     panel = _panel(task, view, "x", "y", highlight, changed_label, y_span, published=published)
     xaxis, yaxis = _axes(task, [panel], y_span)
@@ -286,6 +289,8 @@ def side_by_side(task: Mapping[str, Any], plan_a: Any, plan_b: Any, *, titles: t
     fig.update_xaxes(**{k: v for k, v in xaxis.items() if k != "title"})
     fig.update_xaxes(title=xaxis["title"], row=2, col=1)
     fig.update_yaxes(**yaxis)
+    for trace in panels[1].traces:  # the lower panel's marks share the upper one's legend entries
+        trace.showlegend = False
     fig.add_traces([*panels[0].traces, *panels[1].traces])
     fig.add_traces(_legend(panels, label))
     return fig
@@ -299,8 +304,11 @@ def preview_chart(task: Mapping[str, Any]) -> go.Figure:
                        title=f"The published plan, before any fix · {_verdict(read_plan(task, published_plan(task)), set(), '')}")
 
 
-def step_chart(task: Mapping[str, Any] | None, steps: Sequence[Mapping[str, Any]], index: int) -> go.Figure | None:
-    """Draft `index` of a rollout's checked and submitted plans, with the changes since the draft before it."""
+def step_chart(task: Mapping[str, Any] | None, steps: Sequence[Mapping[str, Any]], index: int,
+               **options: Any) -> go.Figure | None:
+    """Draft `index` of a rollout's checked and submitted plans, with the changes since the draft before it.
+
+    `options` go to `berth_chart` (e.g. a smaller `height`, no crane panel)."""
     if task is None or not steps:
         return None
     index = max(0, min(index, len(steps) - 1))
@@ -312,7 +320,7 @@ def step_chart(task: Mapping[str, Any] | None, steps: Sequence[Mapping[str, Any]
     summary = _verdict(view, moved_ships(task, step.get("plan"), previous) if previous is not None else set(),
                        "changed")
     return berth_chart(task, step.get("plan"), previous_plan=previous,
-                       title=f"Draft {index + 1} of {len(steps)} ({verdict}{turn}) · {summary}")
+                       title=f"Draft {index + 1} of {len(steps)} ({verdict}{turn}) · {summary}", **options)
 
 
 def optimum_chart(task: Mapping[str, Any] | None, last_plan: Any = None, *, label: str = "the last plan") -> Any:

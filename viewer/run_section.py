@@ -46,6 +46,8 @@ PRESETS = [
 DEFAULT_MODEL = "baseline:hasty"
 DEFAULT_TASK = "dock-24B-w06x1-standard-0"
 IDLE_STATUS = "Pick a model and a task, then **Run**."
+SCROLL_TO_EPISODE = """() => { if (window.innerWidth < 768) {
+  document.querySelector('#status')?.scrollIntoView({behavior: 'smooth', block: 'start'}); } }"""
 
 
 @dataclass
@@ -163,7 +165,8 @@ def _wire(s: RunSection) -> None:
           **private)
     form = [s.model, s.task, s.max_turns, s.max_tokens, s.server, s.server_url, *s.key_fields.values()]
     controls = [s.run_button, s.stop_button, s.model_note, s.server_note]
-    started = s.run_button.click(bind(lock_controls, s), None, controls, **private)
+    # On a phone the episode is below the form: bring it into view when Run is pressed.
+    started = s.run_button.click(bind(lock_controls, s), None, controls, js=SCROLL_TO_EPISODE, **private)
     # show_progress hidden: the status line says how the episode goes, and Gradio's progress dots would sit
     # under every finished tool call of the chat until the episode ends.
     running = started.then(bind(start_run, s), form, [*s.frame_outputs, s.model_note, s.server_note, s.keys],

@@ -36,6 +36,9 @@ def bind(handler: Callable[..., Any], *fixed: Any) -> Callable[..., Any]:
     # __wrapped__ lets typing.get_type_hints resolve the handler's string annotations in its own module.
     functools.update_wrapper(bound, handler)
     bound.__signature__ = signature.replace(parameters=rest)  # type: ignore[attr-defined]
+    # Only the hints of the parameters left: a fixed one may be typed with a name only a type checker imports.
+    kept = {p.name for p in rest} | {"return"}
+    bound.__annotations__ = {k: v for k, v in handler.__annotations__.items() if k in kept}
     return bound
 
 

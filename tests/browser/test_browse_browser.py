@@ -1,8 +1,16 @@
-"""The Browse tab in real Chromium: a share link opens its rollout in a fresh browser, unknown ids get a clear
-message, a table row opens a rollout, two rollouts compare, and model text is shown as text."""
+"""Browse as an explorer (issue 11), in Debian's chromium: a share link lands on its rollout, the list sits beside
+the open rollout, search and filters live in the URL (back and forward included), the leaderboard and the heatmap
+lead somewhere, compare shows only what differs, exports download, and model text stays text."""
 
 from __future__ import annotations
 
+import csv
+import io
+import json
+import re
+from pathlib import Path
+
+import pyarrow.parquet as pq
 import pytest
 from playwright.sync_api import Page, expect
 
@@ -14,6 +22,8 @@ pytestmark = pytest.mark.browser
 
 TASK = "dock-24B-w06x1-busy-0"
 XSS_MODEL = 'vllm:<img src=x onerror="window.__xss = 1">'
+DESKTOP, PHONE = {"width": 1440, "height": 900}, {"width": 390, "height": 844}
+ORANGE = "rgb(245, 133, 24)"  # a highlighted ship (#F58518) as the browser reports it
 
 
 def shown_record() -> dict:
@@ -32,100 +42,247 @@ def browse(tmp_path_factory):
     shared = shown_record()
     rival = make_record(seed=7, task_id=TASK, model="openai:gpt-5.5@medium", end_reason="submitted",
                         episode_id="rival0001", started="2026-11-28T09:00:00Z")
+    rival["messages"].append({"role": "assistant", "content": "The quayside gantry forces ship 4 later.",
+                              "reasoning": "", "stop": "end_turn", "tool_calls": []})
     hostile = make_record(seed=8, model=XSS_MODEL, episode_id="hostile01", started="2026-11-27T09:00:00Z")
-    others = make_records(30, seed=12)
+    others = make_records(60, seed=12)
     with launched_app(tmp_path_factory.mktemp("browse-ui"), records=[shared, rival, hostile, *others]) as app:
         yield app, shared, rival
 
 
-def open_link(page: Page, url: str, rollout: str) -> None:
-    page.goto(f"{url}?tab=browse&rollout={rollout}")
-    expect(page.get_by_role("tab", selected=True)).to_have_text("Browse")
-    expect(page.locator("#rollout-id textarea")).to_have_value(rollout)
-
-
-def test_a_share_link_opens_its_rollout_in_a_fresh_browser(browse, browser_context_factory):
-    app, record, _ = browse
+def fresh(browser_context_factory, size: dict = DESKTOP) -> Page:
     page = browser_context_factory().new_page()
-    open_link(page, app.url, record["episode_id"])
+    page.set_viewport_size(size)
+    return page
 
-    chat = page.locator("#browse-chat")
-    expect(chat).to_contain_text("Rules", timeout=20000)
-    expect(chat).to_contain_text("Thinking")
-    expect(chat).to_contain_text("check_plan")
-    expect(chat).to_contain_text("submit_plan")
-    assert chat.locator(".message").count() >= 2 + len(record["steps"])
-    # The reasoning is in the transcript: open the first Thinking accordion and read it.
-    first_thought = next(m["reasoning"] for m in record["messages"] if m.get("reasoning"))
-    chat.get_by_text("Thinking").first.click()
-    expect(chat).to_contain_text(first_thought.split(".")[0])
 
-    expect(page.locator("#rollout-head")).to_contain_text("anthropic:claude-sonnet-5-5@high")
-    expect(page.locator("#rollout-head")).to_contain_text(TASK)
+def cell(page: Page, table: str, row: int, column: int):
+    """One cell of a gr.Dataframe (a virtual table: rows and cells are ARIA roles, not <tr>/<td>)."""
+    return page.locator(f"{table} [role=row].virtual-row").nth(row).locator("[role=gridcell]").nth(column)
+
+
+def rows_of(page: Page, table: str):
+    return page.locator(f"{table} [role=row].virtual-row")
+
+
+def in_first_viewport(page: Page, selector: str) -> bool:
+    box = page.locator(selector).first.bounding_box()
+    return box is not None and 0 <= box["y"] < page.viewport_size["height"]
+
+
+def test_a_share_link_lands_on_its_rollout(browse, browser_context_factory):
+    app, record, _ = browse
+    page = fresh(browser_context_factory)
+    page.goto(f"{app.url}?rollout={record['episode_id']}")
+    detail = page.locator("#rollout-detail")
+    expect(detail).to_be_visible(timeout=20000)
+    head = page.locator("#rollout-head")
+    for part in ("anthropic:claude-sonnet-5-5@high", TASK, "tier busy", f"reward {record['reward']:.4f}".rstrip("0"),
+                 "ended: submitted", "2026-11-29 10:00 UTC"):
+        expect(head).to_contain_text(part)
     expect(page.locator("#browse-chart .js-plotly-plot")).to_be_visible()
-    expect(page.locator("#browse-chart")).to_contain_text(f"Plan {len(record['steps'])} of {len(record['steps'])}")
-    ships = len(record["final"]["plan"])
-    assert page.locator("#browse-chart .shapelayer path").count() >= ships
-    expect(page.locator("#browse-optimal .js-plotly-plot")).to_be_visible()
-    expect(page.locator("#browse-optimal")).to_contain_text("Reference optimal plan")
-    expect(page.locator("#browse-plan-step")).to_be_visible()
-    grade = page.locator("#browse-grade")
-    expect(grade).to_contain_text(f"Reward {record['reward']:.4f}".rstrip("0"))
-    expect(grade).to_contain_text("feasible")
-    expect(page.locator("#browse-usage")).to_contain_text("tokens")
-    expect(page.locator("#share-link textarea")).to_have_value(
-        f"{app.url}?tab=browse&rollout={record['episode_id']}")
-    page.screenshot(path=str(ARTIFACTS / "browse-share-link.png"), full_page=True)
+    expect(page.locator("#browse-chat .message").first).to_be_visible()
+    for selector in ("#rollout-head", "#browse-chart", "#browse-chat"):
+        assert in_first_viewport(page, selector), f"{selector} starts below the first viewport"
+    expect(page).to_have_title(f"anthropic:claude-sonnet-5-5@high on {TASK} · Berth arena")
+    expect(page.locator("#share-link input, #share-link textarea")).to_have_value(
+        re.compile(rf"\?tab=browse&rollout={record['episode_id']}$"))
+    page.locator("#copy-link").click()
+    expect(page.locator("#copy-link")).to_have_text("✓ Copied")
+    page.screenshot(path=str(ARTIFACTS / "browse-share-link.png"))
+    page.locator("#back-to-list").click()
+    expect(detail).to_be_hidden()
+    expect(page).not_to_have_url(re.compile("rollout="))
 
 
-@pytest.mark.parametrize("rollout, message", [
-    ("0123456789ab", "No rollout 0123456789ab in this Space's rollout folder"),
-    ("..%2F..%2Fetc%2Fpasswd", "malformed"),
-])
+@pytest.mark.parametrize("rollout, message", [("0123456789ab", "No rollout"), ("..%2F..%2Fetc%2Fpasswd", "malformed")])
 def test_an_unknown_or_malformed_id_gets_a_clear_message(browse, browser_context_factory, rollout, message):
     app, _, _ = browse
-    page = browser_context_factory().new_page()
+    page = fresh(browser_context_factory)
     page.goto(f"{app.url}?tab=browse&rollout={rollout}")
-    expect(page.get_by_role("tab", selected=True)).to_have_text("Browse")
     expect(page.locator("#rollout-message")).to_contain_text(message, timeout=20000)
-    expect(page.locator("#rollout-head")).to_have_text("")
-    if rollout.startswith("0123"):
-        page.screenshot(path=str(ARTIFACTS / "browse-unknown-id.png"))
+    expect(page.locator("#rollout-detail")).to_be_hidden()
 
 
-def test_table_filters_open_a_row_and_compare_on_the_same_task(browse, browser_context_factory):
-    app, record, rival = browse
-    page = browser_context_factory().new_page()
+def test_the_list_sits_beside_the_open_rollout_and_rows_open_in_place(browse, browser_context_factory):
+    app, _, _ = browse
+    page = fresh(browser_context_factory)
     page.goto(f"{app.url}?tab=browse")
     table = page.locator("#rollouts")
-    expect(table).to_contain_text(record["episode_id"], timeout=20000)
-    expect(page.locator("#board")).to_contain_text("anthropic:claude-sonnet-5-5@high")
-    expect(page.locator("#browse-status")).to_contain_text("33")
+    expect(table).to_contain_text(TASK, timeout=20000)
+    expect(page.locator("#rollout-detail")).to_be_hidden()  # nothing empty before a rollout is open
+    headers = [h.strip() for h in table.locator("[role=columnheader]").all_inner_texts() if h.strip()]
+    assert headers[:6] == ["model", "task", "tier", "reward", "ended", "when"]
+    cell(page, "#rollouts", 2, 1).click()
+    expect(page.locator("#rollout-detail")).to_be_visible(timeout=20000)
+    assert page.evaluate("window.scrollY") == 0
+    list_box, detail_box = (page.locator(s).bounding_box() for s in ("#rollout-list", "#rollout-detail"))
+    assert list_box["x"] + list_box["width"] <= detail_box["x"] + 1  # side by side on a wide screen
+    first = page.locator("#rollout-head").inner_text()
+    cell(page, "#rollouts", 2, 1).click()  # focus inside the list, then walk it
+    page.keyboard.press("ArrowDown")
+    expect(page.locator("#rollout-head")).not_to_have_text(first, timeout=10000)
+    page.screenshot(path=str(ARTIFACTS / "browse-list-and-detail.png"))
 
-    box = page.locator("#f-task input")
-    box.fill(TASK)
+
+def test_on_a_phone_the_open_rollout_comes_first(browse, browser_context_factory):
+    app, record, _ = browse
+    page = fresh(browser_context_factory, PHONE)
+    page.goto(f"{app.url}?tab=browse&rollout={record['episode_id']}")
+    expect(page.locator("#rollout-detail")).to_be_visible(timeout=20000)
+    detail, listing = (page.locator(s).bounding_box() for s in ("#rollout-detail", "#rollout-list"))
+    assert detail["y"] < listing["y"]
+    assert in_first_viewport(page, "#rollout-head")
+
+
+def test_search_filters_sort_and_page_live_in_the_url_with_back_and_forward(browse, browser_context_factory):
+    app, _, _ = browse
+    page = fresh(browser_context_factory)
+    page.goto(f"{app.url}?tab=browse")
+    expect(page.locator("#rollouts")).to_contain_text(TASK, timeout=20000)
+    box = page.locator("#browse-search textarea, #browse-search input").first
+    box.fill("quaysid")  # the start of a word only the rival wrote
     box.press("Enter")
-    expect(page.locator("#page-info")).not_to_contain_text("of 33")
-    expect(table).to_contain_text(rival["episode_id"])
-    table.get_by_text(rival["episode_id"]).click()
-    expect(page.locator("#rollout-head")).to_contain_text("openai:gpt-5.5@medium")
-    page.wait_for_url(f"**rollout={rival['episode_id']}**", timeout=5000)  # the address bar now links to it
+    expect(page.locator("#page-info")).to_contain_text("1–1 of 1", timeout=10000)
+    expect(page).to_have_url(re.compile(r"[?&]q=quaysid"))
+    expect(page.locator("#rollouts")).to_contain_text("openai:gpt-5.5@medium")
+    box.fill("")
+    box.press("Enter")
+    tier = page.locator("#f-tier input")
+    tier.click()
+    page.get_by_role("option", name="storm").click()
+    expect(page).to_have_url(re.compile(r"tier=storm"), timeout=10000)
+    storm = page.locator("#page-info").inner_text()
+    tier.click()
+    page.get_by_role("option", name="storm").click()  # and off again: all 63 rows, two pages
+    expect(page).not_to_have_url(re.compile(r"tier="), timeout=10000)
+    page.locator("#page-next").click()
+    expect(page).to_have_url(re.compile(r"page=2"), timeout=10000)
+    expect(page.locator("#page-info")).to_contain_text("page 2 of 2")
+    page.go_back()
+    expect(page.locator("#page-info")).to_contain_text("page 1 of 2", timeout=10000)
+    page.go_back()
+    expect(page).to_have_url(re.compile(r"tier=storm"), timeout=10000)
+    expect(page.locator("#page-info")).to_have_text(storm, timeout=10000)
+    expect(page.locator("#f-tier")).to_contain_text("storm")
+    page.go_forward()
+    page.go_forward()
+    expect(page.locator("#page-info")).to_contain_text("page 2 of 2", timeout=10000)
+    # The same URL in a fresh browser shows the same view.
+    again = fresh(browser_context_factory)
+    again.goto(f"{app.url}?tab=browse&tier=storm&sort=reward&order=asc")
+    expect(again.locator("#page-info")).to_have_text(storm, timeout=20000)
+    expect(again.locator("#f-tier")).to_contain_text("storm")
+    expect(again.locator("#sort-by input")).to_have_value("reward")
 
-    page.locator("#compare-id textarea").fill(record["episode_id"])
-    page.locator("#compare").click()
-    expect(page.locator("#compare-chart .js-plotly-plot")).to_be_visible(timeout=20000)
-    expect(page.locator("#compare-chart")).to_contain_text("placed differently")
-    expect(page.locator("#compare-grade-a")).to_contain_text("openai:gpt-5.5@medium")
-    expect(page.locator("#compare-grade-b")).to_contain_text("anthropic:claude-sonnet-5-5@high")
+
+def test_filters_fit_one_row_with_more_behind_a_toggle(browse, browser_context_factory):
+    app, _, _ = browse
+    page = fresh(browser_context_factory)
+    page.goto(f"{app.url}?tab=browse")
+    expect(page.locator("#browse-search")).to_be_visible(timeout=20000)
+    bar = page.locator("#browse-bar").bounding_box()
+    assert bar["height"] < 110
+    for selector in ("#browse-search", "#f-model", "#f-task", "#f-tier", "#more-filters", "#export-csv",
+                     "#export-parquet"):
+        box = page.locator(selector).bounding_box()
+        assert bar["y"] <= box["y"] and box["y"] + box["height"] <= bar["y"] + bar["height"] + 1, selector
+    expect(page.locator("#f-quay")).to_be_hidden()
+    page.locator("#more-filters").click()
+    expect(page.locator("#f-quay")).to_be_visible()
+    expect(page.locator("#sort-by")).to_be_visible()
+
+
+def test_the_leaderboard_leads_to_rollouts_and_headers_stay_whole(browse, browser_context_factory):
+    app, _, _ = browse
+    page = fresh(browser_context_factory)
+    page.goto(f"{app.url}?tab=browse&view=board")
+    board = page.locator("#board")
+    expect(board).to_contain_text("openai:gpt-5.5@medium", timeout=20000)
+    for header in board.locator("[role=columnheader]").all():
+        box = header.bounding_box()
+        assert box is None or box["height"] < 60, f"header {header.inner_text()!r} wraps"
+    board.get_by_text("openai:gpt-5.5@medium", exact=True).first.click()
+    expect(page).to_have_url(re.compile(r"model=openai"), timeout=10000)
+    expect(page.get_by_role("tab", selected=True).last).to_have_text("Rollouts")
+    expect(cell(page, "#rollouts", 0, 0)).to_have_text("openai:gpt-5.5@medium", timeout=10000)
+    models = {cell(page, "#rollouts", i, 0).inner_text().strip() for i in range(rows_of(page, "#rollouts").count())}
+    assert models == {"openai:gpt-5.5@medium"}
+
+
+def test_a_heatmap_cell_opens_that_tasks_best_rollout(browse, browser_context_factory):
+    app, _, _ = browse
+    page = fresh(browser_context_factory)
+    page.goto(f"{app.url}?tab=browse&view=board&task={TASK}")
+    heat = page.locator("#heatmap")
+    expect(heat).to_contain_text(TASK, timeout=20000)
+    scored = rows_of(page, "#heatmap").first.locator("[role=gridcell]").filter(has_text=re.compile(r"\d\.\d\d"))
+    scored.first.click()
+    expect(page.locator("#rollout-detail")).to_be_visible(timeout=20000)
+    expect(page.locator("#rollout-head")).to_contain_text(TASK)
+
+
+def test_compare_highlights_only_the_ships_that_differ(browse, browser_context_factory):
+    app, record, rival = browse
+    page = fresh(browser_context_factory)
+    page.goto(f"{app.url}?tab=browse&rollout={rival['episode_id']}&compare={record['episode_id']}")
+    expect(page.locator("#compare-chart-a .js-plotly-plot")).to_be_visible(timeout=20000)
+    expect(page.locator("#compare-chart-b .js-plotly-plot")).to_be_visible()
+    head = page.locator("#compare-head")
+    expect(head).to_contain_text("openai:gpt-5.5@medium")
+    expect(head).to_contain_text("anthropic:claude-sonnet-5-5@high")
+    expect(head).to_contain_text("A − B: reward")
+    rows = rows_of(page, "#compare-diff").count()
+    differing = int(re.search(r"(\d+) ships placed differently", head.inner_text()).group(1))
+    # Every ship placed differently has a row; so has a ship placed alike whose broken rules differ.
+    assert rows >= differing > 0
+    for chart in ("#compare-chart-a", "#compare-chart-b"):
+        orange = page.evaluate(
+            """([sel, c]) => [...document.querySelectorAll(sel + ' .shapelayer path')]
+                 .filter(p => (p.style.fill || '').replace(/\\s/g, '') === c.replace(/\\s/g, '')).length""",
+            [chart, ORANGE])
+        assert orange == differing  # only the ships that differ are highlighted
+    expect(page.locator("#compare-chat-a")).to_contain_text("submit_plan")
+    expect(page.locator("#compare-chat-b")).to_contain_text("submit_plan")
     page.screenshot(path=str(ARTIFACTS / "browse-compare.png"), full_page=True)
+
+
+def test_exports_download_the_filtered_list_and_the_open_rollout(browse, browser_context_factory):
+    app, record, _ = browse
+    page = fresh(browser_context_factory)
+    page.goto(f"{app.url}?tab=browse&tier=busy&rollout={record['episode_id']}")
+    expect(page.locator("#rollout-detail")).to_be_visible(timeout=20000)
+    total = int(re.search(r"of ([\d,]+)", page.locator("#page-info").inner_text()).group(1).replace(",", ""))
+    with page.expect_download() as csv_download:
+        page.locator("#export-csv").click()
+    rows = list(csv.DictReader(io.StringIO(Path(csv_download.value.path()).read_text(encoding="utf-8"))))
+    assert len(rows) == total and {r["difficulty"] for r in rows} == {"busy"}
+    with page.expect_download() as parquet_download:
+        page.locator("#export-parquet").click()
+    table = pq.read_table(parquet_download.value.path())
+    assert table.num_rows == total and "episode_id" in table.column_names
+    with page.expect_download() as json_download:
+        page.locator("#export-json").click()
+    assert json.loads(Path(json_download.value.path()).read_text(encoding="utf-8"))["episode_id"] == \
+        record["episode_id"]
+
+
+def test_switching_to_browse_shows_rows_at_once(browse, browser_context_factory):
+    app, _, _ = browse
+    page = fresh(browser_context_factory)
+    page.goto(app.url)
+    page.wait_for_selector("#run")
+    page.get_by_role("tab", name="Browse").click()
+    expect(page.locator("#rollouts")).to_contain_text(TASK, timeout=3000)
 
 
 def test_model_text_is_shown_as_text(browse, browser_context_factory):
     app, _, _ = browse
-    page = browser_context_factory().new_page()
-    open_link(page, app.url, "hostile01")
+    page = fresh(browser_context_factory)
+    page.goto(f"{app.url}?tab=browse&rollout=hostile01")
     expect(page.locator("#rollout-head")).to_contain_text('<img src=x onerror="window.__xss = 1">', timeout=20000)
     expect(page.locator("#rollouts")).to_contain_text("onerror")
-    expect(page.locator("#board")).to_contain_text("onerror")
+    page.goto(f"{app.url}?tab=browse&view=board")
+    expect(page.locator("#board")).to_contain_text("onerror", timeout=20000)
     assert page.evaluate("window.__xss") is None
-    assert page.locator("#rollout-head img, #rollouts img, #board img").count() == 0
+    assert page.locator("#rollout-head img, #rollouts img, #board img, #heatmap img").count() == 0

@@ -84,7 +84,7 @@ def test_a_running_episode_streams_reasoning_and_text_live(arena, chromium_page,
     def player(request: dict) -> Turn:
         if any(m.get("role") == "tool" for m in request["messages"]):
             return Turn(ToolCall("submit_plan", optimal_args()))
-        return Turn(Thinking(thought * 3), Text(said * 2), ToolCall("get_situation"), chunk=5, delay=0.04)
+        return Turn(Thinking(thought * 8), Text(said * 2), ToolCall("get_situation"), chunk=5, delay=0.04)
 
     with ChatPeer(player) as peer:
         monkeypatch.setenv("VLLM_BASE_URL", peer.url + "/v1")

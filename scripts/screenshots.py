@@ -1,0 +1,134 @@
+"""Screenshots of the app as a first visitor sees it, at 1440x900 and at 390x844 (a phone), into docs/screens/.
+
+    python scripts/screenshots.py [--out docs/screens] [--only run]
+
+It launches the app in this process on a temporary rollout folder (embedded berth server, no Hub), drives
+Debian's chromium through Playwright and saves, per screen and size, `<screen>-<state>-<size>.png`. The Run tab:
+idle with the task preview, mid-run (a `baseline:hasty` episode after its first check found broken ships) and
+finished; Browse: the list, a rollout opened by its share link, a compare and the leaderboard (on a folder of
+realistic rollouts from testkit). Each screen is a function below, so a new one is one more function in SCREENS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from playwright.sync_api import Page, expect, sync_playwright
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+SIZES = {"desktop": {"width": 1440, "height": 900}, "phone": {"width": 390, "height": 844}}
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--disable-background-networking", "--disable-component-update", "--no-first-run",
+                 "--disable-sync", "--disable-quic"]
+
+
+def run_screens(page: Page, url: str, out: Path, size: str) -> list[Path]:
+    """The Run tab: idle with the preview, mid-run after the first check, finished."""
+    saved = []
+    page.goto(url)
+    expect(page.locator("#preview-chart .js-plotly-plot")).to_be_visible(timeout=30000)
+    page.wait_for_timeout(600)
+    saved.append(_shot(page, out / f"run-idle-{size}.png"))
+    page.locator("#run").click()
+    expect(page.locator("#chat")).to_contain_text("check_plan · ❌", timeout=30000)
+    page.wait_for_timeout(400)
+    saved.append(_shot(page, out / f"run-mid-{size}.png"))
+    expect(page.locator("#grade")).to_contain_text("Reward", timeout=60000)
+    page.wait_for_timeout(600)
+    saved.append(_shot(page, out / f"run-done-{size}.png"))
+    saved.append(_shot(page, out / f"run-done-{size}-full.png", full=True))
+    return saved
+
+
+def browse_screens(page: Page, url: str, out: Path, size: str) -> list[Path]:
+    """Browse: the list, a rollout opened from a share link, a compare, the leaderboard."""
+    saved = []
+    page.goto(f"{url}?tab=browse")
+    expect(page.locator("#rollouts")).to_contain_text("dock-", timeout=30000)
+    page.wait_for_timeout(600)
+    saved.append(_shot(page, out / f"browse-list-{size}.png"))
+    page.goto(f"{url}?tab=browse&rollout={SHOWN}")
+    expect(page.locator("#browse-chart .js-plotly-plot")).to_be_visible(timeout=30000)
+    page.wait_for_timeout(800)
+    saved.append(_shot(page, out / f"browse-rollout-{size}.png"))
+    page.goto(f"{url}?tab=browse&rollout={SHOWN}&compare={RIVAL}")
+    expect(page.locator("#compare-chart-b .js-plotly-plot")).to_be_visible(timeout=30000)
+    page.wait_for_timeout(800)
+    saved.append(_shot(page, out / f"browse-compare-{size}.png", full=True))
+    page.goto(f"{url}?tab=browse&view=board")
+    expect(page.locator("#heatmap")).to_contain_text("dock-", timeout=30000)
+    page.wait_for_timeout(600)
+    saved.append(_shot(page, out / f"browse-board-{size}.png", full=True))
+    return saved
+
+
+SCREENS: dict[str, Callable[[Page, str, Path, str], list[Path]]] = {"run": run_screens, "browse": browse_screens}
+SHOWN, RIVAL = "shown0001", "rival0001"
+
+
+def _rollouts(store: Any) -> None:
+    """Rollouts for Browse to show: a varied set, and two of one task to open and compare."""
+    from testkit.records import make_record, make_records
+
+    task = "dock-24B-w06x1-busy-0"
+    for seed in range(200):
+        shown = make_record(seed=seed, task_id=task, model="anthropic:claude-sonnet-5-5@high", end_reason="submitted",
+                            episode_id=SHOWN, started="2026-11-29T10:00:00Z")
+        if len(shown["steps"]) >= 3 and shown["final"]["grade"]["feasible"]:
+            break
+    rival = make_record(seed=7, task_id=task, model="openai:gpt-5.5@medium", end_reason="submitted",
+                        episode_id=RIVAL, started="2026-11-28T09:00:00Z")
+    for record in [shown, rival, *make_records(120, seed=12)]:
+        store.save(record)
+
+
+def _shot(page: Page, path: Path, *, full: bool = False) -> Path:
+    page.screenshot(path=str(path), full_page=full)
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "screens")
+    parser.add_argument("--only", choices=sorted(SCREENS), action="append", help="only these screens")
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+
+    import app as app_module
+    from viewer.context import AppContext, Settings
+
+    with tempfile.TemporaryDirectory() as folder:
+        settings = dataclasses.replace(Settings.from_env(), rollout_dir=Path(folder), dataset=None, hub_token=None,
+                                       public_rollouts=None, baseline_pace_s=0.8)
+        ctx = AppContext.create(settings)
+        _rollouts(ctx.store)
+        demo = app_module.build_app(ctx)
+        _, url, _ = app_module.launch(demo, prevent_thread_lock=True, quiet=True, server_name="127.0.0.1")
+        try:
+            with sync_playwright() as playwright:
+                browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+                for name in args.only or SCREENS:
+                    for size, viewport in SIZES.items():
+                        page = browser.new_context(viewport=viewport).new_page()
+                        for path in SCREENS[name](page, url, args.out, size):
+                            print(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
+                        page.context.close()
+                browser.close()
+        finally:
+            demo.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
