@@ -2,7 +2,7 @@
 dataset served by testkit/fakehub.py: a train task played by hand to a graded, saved `human` rollout; the picker's
 filters; the form still in reach on a laptop and a phone; the offline note.
 
-Screenshots go to test-artifacts/; with UPDATE_SCREENS=1 the Play tab's are also written to docs/screens/.
+Screenshots go to test-artifacts/ (docs/screens/ comes from scripts/screenshots.py).
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import json
 import os
 import re
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -25,7 +24,6 @@ from tests.tasks_helpers import REPO, TRAIN_COUNT, TRAIN_TASK, published_dataset
 
 pytestmark = pytest.mark.browser
 
-SCREENS = Path(__file__).resolve().parents[2] / "docs" / "screens"
 LAPTOP, PHONE = {"width": 1440, "height": 900}, {"width": 390, "height": 844}
 
 
@@ -84,9 +82,6 @@ def snap(page: Page, name: str) -> None:
     # Gradio fades the outputs of a running event; the picture is of the page at rest.
     page.wait_for_function("() => !document.querySelector('.pending, .generating')")
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
-    if os.environ.get("UPDATE_SCREENS"):
-        SCREENS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SCREENS / f"{name}.png"))
 
 
 @pytest.mark.parametrize("viewport", [LAPTOP, PHONE], ids=["1440x900", "390x844"])
