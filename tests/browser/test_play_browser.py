@@ -25,6 +25,7 @@ from tests.tasks_helpers import REPO, TRAIN_COUNT, TRAIN_TASK, published_dataset
 pytestmark = pytest.mark.browser
 
 LAPTOP, PHONE = {"width": 1440, "height": 900}, {"width": 390, "height": 844}
+WAIT = 15000  # ms: every step waits on a server round trip, and the test machine is shared
 
 
 @pytest.fixture(scope="module")
@@ -91,19 +92,19 @@ def test_a_train_task_played_by_hand_checks_submits_and_lands_in_browse(dataset_
     page = page_at(browser_context_factory, viewport)
     page.goto(f"{dataset_arena.url}?tab=play")
     expect(page.locator("#play-check")).to_be_visible(timeout=20000)
-    expect(page.locator("#play")).to_be_visible()
+    expect(page.locator("#play")).to_be_visible(timeout=WAIT)
     # The page was built while the dataset loaded; the picker catches up at once.
     expect(page.locator("#play-task")).to_contain_text(f"{50 + TRAIN_COUNT} tasks (50 eval · {TRAIN_COUNT} train)",
                                                        timeout=20000)
     choose(page, "play-split", f"train · {TRAIN_COUNT}")
     pick_task(page, "play-task", TRAIN_TASK)
     task = load_pack().get(TRAIN_TASK)
-    expect(page.locator("#play-brief")).to_contain_text(TRAIN_TASK)
+    expect(page.locator("#play-brief")).to_contain_text(TRAIN_TASK, timeout=WAIT)
     table = page.locator("#play-table")
     rows = table.locator(".virtual-row")  # the grid draws the rows in view (no <tbody>)
-    expect(rows.nth(5).locator("[role=gridcell]").first).to_have_text(f"5 · {task['ships'][5]['name']}")
-    expect(page.locator("#play-chart")).to_contain_text("The published plan")
-    expect(page.locator("#play-check")).to_have_text("Check (10 left)")
+    expect(rows.nth(5).locator("[role=gridcell]").first).to_have_text(f"5 · {task['ships'][5]['name']}", timeout=WAIT)
+    expect(page.locator("#play-chart")).to_contain_text("The published plan", timeout=WAIT)
+    expect(page.locator("#play-check")).to_have_text("Check (10 left)", timeout=WAIT)
     snap(page, f"play-{size}-idle")
 
     # Move ship 5 (it arrives 20 h late in this task) by editing its berth hour: the chart follows, unjudged.
@@ -112,27 +113,27 @@ def test_a_train_task_played_by_hand_checks_submits_and_lands_in_browse(dataset_
     editor = cell.locator("textarea")
     editor.fill("80")
     editor.press("Enter")
-    expect(cell).to_contain_text("80")
-    expect(page.locator("#play-chart")).to_contain_text("Your draft (not checked)")
+    expect(cell).to_contain_text("80", timeout=WAIT)
+    expect(page.locator("#play-chart")).to_contain_text("Your draft (not checked)", timeout=WAIT)
 
     page.locator("#play-check").click()
     verdict = page.locator("#play-verdict")
-    expect(verdict).to_contain_text("check 1 of 10, 9 left")
-    expect(verdict).to_contain_text("infeasible")
-    expect(verdict.locator("li").first).to_contain_text("ship")
-    expect(page.locator("#play-check")).to_have_text("Check (9 left)")
-    expect(page.locator("#play-chart")).to_contain_text("Check 1 · infeasible")
+    expect(verdict).to_contain_text("check 1 of 10, 9 left", timeout=WAIT)
+    expect(verdict).to_contain_text("infeasible", timeout=WAIT)
+    expect(verdict.locator("li").first).to_contain_text("ship", timeout=WAIT)
+    expect(page.locator("#play-check")).to_have_text("Check (9 left)", timeout=WAIT)
+    expect(page.locator("#play-chart")).to_contain_text("Check 1 · infeasible", timeout=WAIT)
     snap(page, f"play-{size}-checked")
 
     page.get_by_text("Plan as JSON (paste one in)").click()
     page.locator("#play-json textarea").fill(json.dumps(task["reference"]["optimal_plan"]))
     page.locator("#play-load-json").click()
-    expect(verdict).to_contain_text("The pasted plan is in the table")
+    expect(verdict).to_contain_text("The pasted plan is in the table", timeout=WAIT)
     page.locator("#play-submit").click()
     expect(verdict).to_contain_text("Submitted · reward 1", timeout=30000)
-    expect(page.locator("#play-grade")).to_contain_text("Reward 1")
-    expect(page.locator("#play-optimal .js-plotly-plot")).to_be_visible()
-    expect(page.locator("#play-check")).to_be_disabled()
+    expect(page.locator("#play-grade")).to_contain_text("Reward 1", timeout=WAIT)
+    expect(page.locator("#play-optimal .js-plotly-plot")).to_be_visible(timeout=WAIT)
+    expect(page.locator("#play-check")).to_be_disabled(timeout=WAIT)
     episode_id = re.search(r"rollout ([0-9a-f]{12})", verdict.inner_text()).group(1)
     snap(page, f"play-{size}-submitted")
 
@@ -143,7 +144,7 @@ def test_a_train_task_played_by_hand_checks_submits_and_lands_in_browse(dataset_
 
     page.goto(f"{dataset_arena.url}?tab=browse&rollout={episode_id}")
     expect(page.locator("body")).to_contain_text(episode_id, timeout=30000)
-    expect(page.locator("body")).to_contain_text("human")
+    expect(page.locator("body")).to_contain_text("human", timeout=WAIT)
 
 
 def test_the_picker_filters_1100_style_lists_and_keeps_run_in_reach(dataset_arena, browser_context_factory):
@@ -157,22 +158,22 @@ def test_the_picker_filters_1100_style_lists_and_keeps_run_in_reach(dataset_aren
         page.screenshot(path=str(ARTIFACTS / f"run-picker-{viewport['width']}.png"))
     # The dropdown holds the filtered tasks only: 50 eval, then the train ones, then one tier of them.
     page.locator("#task input").click()
-    expect(page.get_by_role("option")).to_have_count(50)
+    expect(page.get_by_role("option")).to_have_count(50, timeout=WAIT)
     page.keyboard.press("Escape")
     choose(page, "split", f"train · {TRAIN_COUNT}")
     page.locator("#task input").click()
-    expect(page.get_by_role("option")).to_have_count(TRAIN_COUNT)
+    expect(page.get_by_role("option")).to_have_count(TRAIN_COUNT, timeout=WAIT)
     page.keyboard.press("Escape")
     tiers = Counter(t["difficulty"] for t in load_pack().split("train"))
     tier = min(tiers, key=tiers.get)  # the rarest tier: the filter must narrow the list
     assert tiers[tier] < TRAIN_COUNT
     choose(page, "tier", tier)
     page.locator("#task input").click()
-    expect(page.get_by_role("option")).to_have_count(tiers[tier])
+    expect(page.get_by_role("option")).to_have_count(tiers[tier], timeout=WAIT)
     page.keyboard.press("Escape")
     chosen = page.locator("#task input").input_value().split(" · ")[0]  # the label leads with the id
     assert load_pack().get(chosen)["difficulty"] == tier and load_pack().get(chosen)["split"] == "train"
-    expect(page.locator("#preview-text")).to_contain_text(chosen)
+    expect(page.locator("#preview-text")).to_contain_text(chosen, timeout=WAIT)
     page.locator("#run").click()  # baseline:hasty plays the train task on the embedded server
     expect(page.locator("#grade")).to_contain_text("Reward", timeout=60000)
 
