@@ -1,5 +1,7 @@
-"""Batch runs: `python -m agent run --model SPEC ... (--task ID ... | --split eval [--limit N])`; the task list:
-`python -m agent tasks [--split train|eval] [--json]`.
+"""Batch runs: `python -m agent run --model SPEC ... (--task ID ... | --split eval [--limit N])`; the board and
+regrading of stored rollouts are `python -m agent board` (agent/cli_board.py) and `python -m agent regrade`
+(agent/cli_regrade.py); the tasks offered, `python -m agent tasks` (agent/cli_tasks.py). Commands that play or grade
+tasks load the tasks dataset first (TASKS_DATASET: every dock-v1 task; offline, the bundled eval tasks).
 
 One thread pool per model, so a slow model never holds the workers a fast one needs. Every finished rollout goes
 through the rollout store (the dataset layout in ROLLOUT_DIR; pushed to the Hub with --dataset). A rerun resumes:
@@ -9,7 +11,6 @@ episodes the folder already holds for the same run, model and task, without erro
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import sys
@@ -20,16 +21,15 @@ from typing import Any
 
 from tqdm import tqdm
 
+from agent import cli_board, cli_regrade, cli_tasks
 from agent.loop import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, DEFAULT_WALL_CLOCK_S, run_episode
 from agent.providers.registry import parse_spec, preload_and_freeze
 from agent.spec import SpecError
 from agent.task_api import TaskAPI, TaskAPIError
-from agent.task_dataset import serve_tasks_dataset, tasks_status
-from agent.tasks import choice_of
 from berth_env import load_pack
 from berth_env.embedded import embedded_url
 from rollouts.layout import default_rollout_dir
-from rollouts.leaderboard import board_markdown, leaderboard
+from rollouts.leaderboard import board_markdown, leaderboard, price_note
 from rollouts.store import RolloutStore
 
 # A rollout that ended like this is worth another try when the run is resumed.
@@ -56,21 +56,22 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS)
     run.add_argument("--wall-clock", type=float, default=DEFAULT_WALL_CLOCK_S, help="seconds per episode")
     run.add_argument("--force", action="store_true", help="rerun episodes the folder already holds")
-    listing = commands.add_parser("tasks", help="list the tasks offered (the bundled ones and the checked tasks of "
-                                                "TASKS_DATASET)")
-    listing.add_argument("--split", help="only this split (e.g. train, eval)")
-    listing.add_argument("--json", action="store_true", help="one JSON object a line")
+    cli_board.add_parser(commands)
+    cli_regrade.add_parser(commands)
+    cli_tasks.add_parser(commands)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.command == "tasks" or args.env_url is None:
-        serve_tasks_dataset()  # bounded: offline, the bundled tasks serve
-        status = tasks_status()
-        print(f"tasks: {status.text}" + (f" ({status.detail})" if status.detail else ""), file=sys.stderr)
+    if args.command in ("tasks", "regrade") or (args.command == "run" and args.env_url is None):
+        cli_tasks.serve_tasks()  # bounded: offline, the bundled tasks serve
     if args.command == "tasks":
-        return list_tasks(args.split, as_json=args.json)
+        return cli_tasks.main(args)
+    if args.command == "board":
+        return cli_board.main(args)
+    if args.command == "regrade":
+        return cli_regrade.main(args)
     try:
         for spec in args.model:
             parse_spec(spec)
@@ -98,30 +99,6 @@ def _task_ids(args: argparse.Namespace) -> list[str]:
     return tasks[: args.limit] if args.limit else tasks
 
 
-TASK_FIELDS = ("task_id", "split", "difficulty", "quay", "num_ships", "optimal_cost", "naive_cost")
-
-
-def list_tasks(split: str | None, *, as_json: bool) -> int:
-    """Print the offered tasks (pack order: the bundled ones, then the dataset's) as JSON lines or a table."""
-    rows = []
-    for task in load_pack().tasks:
-        if split and task["split"] != split:
-            continue
-        c = choice_of(task)
-        rows.append(dict(zip(TASK_FIELDS, (c.task_id, c.split, c.difficulty, c.quay, c.ships, c.optimal_cost,
-                                           c.naive_cost), strict=True)))
-    if split and not rows:
-        print(f"error: no tasks in split {split!r}; splits: {', '.join(load_pack().splits())}", file=sys.stderr)
-        return 2
-    if as_json:
-        sys.stdout.writelines(json.dumps(row) + "\n" for row in rows)
-        return 0
-    widths = {f: max([len(f), *(len(str(r[f])) for r in rows)]) for f in TASK_FIELDS}
-    for line in [dict(zip(TASK_FIELDS, TASK_FIELDS, strict=True)), *rows]:
-        print("  ".join(str(line[f]).ljust(widths[f]) for f in TASK_FIELDS).rstrip())
-    return 0
-
-
 def run_batch(args: argparse.Namespace, task_ids: list[str]) -> int:
     """Play every (model, task) the folder does not hold yet, save each rollout, then write the run's board."""
     root = args.out or default_rollout_dir()
@@ -136,6 +113,7 @@ def run_batch(args: argparse.Namespace, task_ids: list[str]) -> int:
     print(f"{len(task_ids)} tasks x {len(args.model)} models: {len(kept)} already in {root}, {len(jobs)} to play",
           file=sys.stderr)
     interrupted = _play_jobs(args, jobs, store)
+    store.fill_index()  # rows a resumed run kept from an older version get the board's newer columns
     _write_board(args, task_ids, store, root)
     if args.dataset and token:
         pushed = store.flush(timeout=600)
@@ -212,7 +190,7 @@ def _write_board(args: argparse.Namespace, task_ids: list[str], store: RolloutSt
     wanted = set(task_ids)
     rows = [r for r in store.rows() if r.get("run") == args.run and r.get("model") in args.model
             and r.get("task_id") in wanted]
-    board = board_markdown(leaderboard(_latest(rows)))
+    board = board_markdown(leaderboard(_latest(rows))) + "\n" + price_note()
     board_path = root / "runs" / args.run / "board.md"
     board_path.parent.mkdir(parents=True, exist_ok=True)
     board_path.write_text(board)

@@ -166,12 +166,16 @@ def _take_turn(episode: _Episode, provider: ModelAPI) -> Generator[ev.Event, Non
         yield emit(ev.note(turn, "last_turn", LAST_TURN))
     result = yield from _model_turn(provider, turn, episode.interrupt, emit)
     record["turns"] = turn
-    for side in ("input_tokens", "output_tokens"):
-        record["usage"][side] += int(result.usage.get(side, 0) or 0)
+    # Each turn's own usage goes on its message (how many tokens a model spent before its first valid plan, a
+    # long-prompt price tier); the record's `usage` keeps the episode's totals.
+    spent = {side: int(result.usage.get(side, 0) or 0) for side in ("input_tokens", "output_tokens")}
+    for side, tokens in spent.items():
+        record["usage"][side] += tokens
     record["messages"].append({"role": "assistant", "content": result.text, "reasoning": result.reasoning,
                                "stop": result.stop,
                                "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments}
-                                              for c in result.calls]})
+                                              for c in result.calls],
+                               "usage": spent})
     yield emit(ev.turn_finished(turn, result.stop, result.usage, record["usage"]))
     return result
 

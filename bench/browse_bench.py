@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT)]
 
 TEMPLATES = 2000
 DAYS = 60
@@ -53,10 +53,9 @@ FILTER_SETS = [
 
 def generate(root: Path, n: int, seed: int = 0) -> dict:
     """n rollouts in the dataset layout: records, index rows (one index file per day) and the dataset card."""
-    from record_factory import MODELS, make_records
-
     from rollouts import card as dataset_card
     from rollouts.schema import index_row
+    from testkit.records import MODELS, make_records
 
     start = time.perf_counter()
     rng = random.Random(seed)
@@ -143,7 +142,9 @@ def run_index(root: Path) -> dict:
                               lambda v: index.board(Filters.parse(**v))))
     # A rollout saved by the app: one more line in an index file, picked up by the next refresh.
     day_file = sorted(root.glob("index/*/*.jsonl"))[-1]
-    row = json.loads(day_file.read_text().splitlines()[-1]) | {"episode_id": "fresh_rollout"}
+    row = json.loads(day_file.read_text().splitlines()[-1])
+    # An index row must point at its own record file (rollouts.sources refuses any other path).
+    row |= {"episode_id": "fresh_rollout", "path": row["path"].rsplit("/", 1)[0] + "/fresh_rollout.json"}
     with open(day_file, "a") as f:
         f.write(json.dumps(row) + "\n")
     start = time.perf_counter()

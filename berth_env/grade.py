@@ -22,6 +22,9 @@ from berth_env.rules import (
 )
 
 DEFAULT_GAP_K = 100
+# Bumped whenever a change to parsing, checking or the reward can change a grade, so a stored rollout's grade can
+# be told apart from today's (`python -m agent regrade` records it beside each new grade).
+GRADER_VERSION = 1
 
 
 def unavoidable_cost(task: Task) -> int:

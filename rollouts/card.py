@@ -53,6 +53,7 @@ RECORD_FEATURES: dict[str, dict[str, str]] = {
     "errors": {"list": "string"},
     "provider_switches": {"list": "string"},
     "app_version": {"dtype": "string"},
+    "regrade": {"dtype": "json"},
 }
 
 _BODY = """\
@@ -75,7 +76,13 @@ index/<YYYY-MM-DD>/<writer_id>.jsonl        one flat row per rollout, appended b
 
 - `index` (default): one row per rollout with flat columns (`model`, `model_name`, `task_id`, `difficulty`,
   `reward`, `feasible`, `cost`, `turns`, `checks`, tokens, `end_reason`, `errors`, ...) and `path`, the record's
-  file in this repository.
+  file in this repository. Convergence and price figures come with each row: `checks_to_feasible`,
+  `turns_to_feasible` and `tokens_to_feasible` (output tokens) until the first feasible `check_plan`,
+  `first_check_cost` and `best_check_cost` of the feasible checked plans, `check_costs` (every check's cost in
+  order, null where infeasible, as JSON text), `beat_naive` (the submitted plan is feasible and cheaper than the
+  naive plan), `usd` (the episode's list price from its token usage, by the genai-prices library; null for
+  baselines, people and models without a price), and `regrade_reward` / `regrade_feasible` once a rollout was
+  graded again under a later grader (the record's `regrade`).
 - `rollouts`: the full records. `task`, `limits`, `final`, `usage` and every element of `messages` and `steps`
   are JSON values, since their shape varies between records.
 

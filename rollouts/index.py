@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
+from rollouts.convergence import convergence
 from rollouts.leaderboard import leaderboard
 from rollouts.query import PAGE_SIZE, SOURCES, Filters, filter_mask, page_of, sort_rows
 from rollouts.schema import COLUMNS, TIERS, valid_episode_id
@@ -338,6 +339,22 @@ class BrowseIndex:
         frame = self.frame
         rows = frame[(frame["task_id"] == task_id).to_numpy() & (frame["episode_id"] != exclude).to_numpy()]
         return rows.sort_values("reward", ascending=False, kind="stable").head(limit)
+
+    def convergence(self, filters: Filters) -> pd.DataFrame:
+        """rollouts.convergence's curves over the filtered rows (remembered per filter set until the rows change);
+        `viewer.convergence.convergence_figure(curves=...)` draws them."""
+        frame = self.frame
+        key = ("convergence", self.version, filters.key(), len(self.transcripts) if filters.search else 0)
+        with self._lock:
+            cached = self._boards.get(key)
+        if cached is not None:
+            return cached
+        curves = convergence(frame[filter_mask(frame, filters, self.transcripts)])
+        with self._lock:
+            self._boards[key] = curves
+            while len(self._boards) > 64:
+                self._boards.popitem(last=False)
+        return curves
 
     def record(self, episode_id: str, *, wait: float = REMOTE_WAIT_S) -> tuple[dict, dict]:
         """(record, index row) of a rollout from whichever source has it.

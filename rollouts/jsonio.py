@@ -2,6 +2,9 @@
 
 - `atomic_write`: a whole file (temp file, fsync, rename, fsync of the folder).
 - `append_line`: one whole line with one write; a short write is rolled back.
+- `rewrite_lines`: some lines of a JSONL file replaced, the file swapped whole. Appends and rewrites of one file
+  take the same lock (`flock` on the file), and an append that waited on a file swapped meanwhile goes to the new
+  one, so a rewrite never loses a line appended while it ran.
 - `encode_record`: a record as one line of UTF-8 JSON (`datasets` cannot read pretty-printed files once `json`
   features are declared).
 - `JsonlTail`: reads a growing JSONL file from where the last read stopped; a last line without its newline is
@@ -10,12 +13,13 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import math
 import os
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,18 +51,64 @@ def append_line(path: Path, line: bytes) -> None:
     if not path.parent.is_dir():
         path.parent.mkdir(parents=True, exist_ok=True)
         fsync_dir(path.parent.parent)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        size = os.fstat(fd).st_size
+    while True:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            if os.write(fd, line) != len(line):
-                raise OSError(f"short write to {path}")
-            os.fsync(fd)
-        except OSError:
-            os.ftruncate(fd, size)
-            raise
-    finally:
-        os.close(fd)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            if not _still_at(fd, path):
+                continue  # swapped by `rewrite_lines` while we waited: append to the file now at `path`
+            size = os.fstat(fd).st_size
+            try:
+                if os.write(fd, line) != len(line):
+                    raise OSError(f"short write to {path}")
+                os.fsync(fd)
+            except OSError:
+                os.ftruncate(fd, size)
+                raise
+            return
+        finally:
+            os.close(fd)  # releases the lock
+
+
+def rewrite_lines(path: Path, change: Callable[[Any], Any]) -> int:
+    """Replace each JSON line `value` of `path` for which `change(value)` returns something else than None or the
+    value itself; the number of lines replaced. Unreadable lines and a torn last line stay as they are, in place;
+    the file is swapped whole (`atomic_write`) only when a line changed. Holds the lock appends take."""
+    while True:
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            return 0
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            if not _still_at(fd, path):
+                continue  # another rewrite swapped it first: work on the new file
+            with os.fdopen(os.dup(fd), "rb") as f:
+                data = f.read()
+            *lines, tail = data.split(b"\n")
+            changed = 0
+            for i, line in enumerate(lines):
+                try:
+                    value = json.loads(line)
+                except (ValueError, RecursionError):
+                    continue
+                new = change(value)
+                if new is not None and new != value:
+                    lines[i] = json_line(new)[:-1]
+                    changed += 1
+            if changed:
+                atomic_write(path, b"\n".join([*lines, tail]))
+            return changed
+        finally:
+            os.close(fd)
+
+
+def _still_at(fd: int, path: Path) -> bool:
+    """Whether the open file `fd` is still the one at `path` (a rewrite swaps in a new file)."""
+    try:
+        return os.stat(path).st_ino == os.fstat(fd).st_ino
+    except FileNotFoundError:
+        return False
 
 
 def fsync_dir(folder: Path) -> None:
@@ -124,6 +174,7 @@ class JsonlTail:
     offset: int = 0
     inode: int | None = None
     skipped: int = 0  # unreadable lines seen so far
+    restarts: int = 0  # times the file was found replaced (or cut short) and read again from its start
 
     def read_bytes(self) -> bytes:
         """The new whole lines as bytes (b"" when nothing was appended); starts over if the file was replaced."""
@@ -132,6 +183,9 @@ class JsonlTail:
         except FileNotFoundError:
             return b""
         if stat.st_ino != self.inode or stat.st_size < self.offset:
+            if self.inode is not None:
+                self.restarts += 1
+                self.skipped = 0
             self.offset, self.inode = 0, stat.st_ino
         if stat.st_size == self.offset:
             return b""

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
+from rollouts.prices import price_table
 from rollouts.schema import TIERS
 
 BOOTSTRAP_RESAMPLES = 2000
@@ -15,11 +16,21 @@ BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_MAX_EPISODES = 1000
 
 COLUMNS = ["model", "n", "mean_reward", "ci_low", "ci_high", *[f"mean_{t}" for t in TIERS], "feasible_pct",
-           "optimal_pct", "no_submit", "median_tokens", "median_seconds"]
+           "optimal_pct", "no_submit", "median_tokens", "median_seconds",
+           # How soon and how well (rollouts.metrics), and at what price (rollouts.prices).
+           "beat_naive_pct", "beat_naive_low", "beat_naive_high", "feasible_check_pct", "median_checks_to_feasible",
+           "mean_output_tokens", "usd_per_episode", "reward_per_usd", "reward_per_usd_low", "reward_per_usd_high"]
+# The columns `python -m agent board --json` gives, under its own names for two of them.
+JSON_KEYS = {"model": "model", "n": "n", "mean": "mean_reward", "ci_low": "ci_low", "ci_high": "ci_high",
+             "beat_naive_pct": "beat_naive_pct", "median_checks_to_feasible": "median_checks_to_feasible",
+             "mean_output_tokens": "mean_output_tokens", "usd_per_episode": "usd_per_episode",
+             "reward_per_usd": "reward_per_usd"}
 
 
-def bootstrap_ci(values: np.ndarray, *, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> tuple[float, float]:
-    """A 95% percentile-bootstrap interval for the mean (seeded, so a board is reproducible)."""
+def bootstrap_ci(values: np.ndarray, *, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0,
+                 picks: np.ndarray | None = None) -> tuple[float, float]:
+    """A 95% percentile-bootstrap interval for the mean (seeded, so a board is reproducible). `picks`: resample
+    indices already drawn (resamples x n) to use instead of drawing them."""
     values = np.asarray(values, dtype=float)
     n = len(values)
     if n == 0:
@@ -29,18 +40,56 @@ def bootstrap_ci(values: np.ndarray, *, resamples: int = BOOTSTRAP_RESAMPLES, se
     if n > BOOTSTRAP_MAX_EPISODES:
         half = 1.96 * values.std(ddof=1) / np.sqrt(n)
         return float(values.mean() - half), float(values.mean() + half)
-    rng = np.random.default_rng(seed)
-    means = values[rng.integers(0, n, size=(resamples, n))].mean(axis=1)
+    if picks is None:
+        picks = np.random.default_rng(seed).integers(0, n, size=(resamples, n))
+    means = values[picks].mean(axis=1)
     low, high = np.percentile(means, [2.5, 97.5])
     return float(low), float(high)
+
+
+def proportion_ci(hits: int, n: int, *, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> tuple[float, float]:
+    """A 95% percentile-bootstrap interval for a share of yes/no outcomes. Resampling n 0/1 outcomes gives a
+    binomial count, so the bootstrap draws the count directly: the same distribution, at no cost per episode."""
+    if n == 0:
+        return float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    shares = rng.binomial(n, hits / n, size=resamples) / n
+    low, high = np.percentile(shares, [2.5, 97.5])
+    return float(low), float(high)
+
+
+def ratio_ci(numerator: np.ndarray, denominator: np.ndarray, *, resamples: int = BOOTSTRAP_RESAMPLES,
+             seed: int = 0, picks: np.ndarray | None = None) -> tuple[float, float]:
+    """A 95% interval for sum(numerator) / sum(denominator) over episodes: percentile bootstrap over episodes, and
+    past BOOTSTRAP_MAX_EPISODES the delta method's normal interval (as `bootstrap_ci` does for a mean)."""
+    numerator, denominator = np.asarray(numerator, dtype=float), np.asarray(denominator, dtype=float)
+    n = len(numerator)
+    if n == 0 or denominator.sum() <= 0:
+        return float("nan"), float("nan")
+    ratio = numerator.sum() / denominator.sum()
+    if n == 1:
+        return float(ratio), float(ratio)
+    if n > BOOTSTRAP_MAX_EPISODES:
+        residual = numerator - ratio * denominator
+        half = 1.96 * residual.std(ddof=1) / (np.sqrt(n) * denominator.mean())
+        return float(ratio - half), float(ratio + half)
+    if picks is None:
+        picks = np.random.default_rng(seed).integers(0, n, size=(resamples, n))
+    spent = denominator[picks].sum(axis=1)
+    ratios = numerator[picks].sum(axis=1)[spent > 0] / spent[spent > 0]
+    low, high = np.percentile(ratios, [2.5, 97.5])
+    return float(low), float(high)
+
+
+_DEFAULTS = (("model", ""), ("task_id", ""), ("difficulty", None), ("reward", 0.0), ("feasible", False),
+             ("submitted", False), ("cost", None), ("optimal_cost", None), ("input_tokens", 0), ("output_tokens", 0),
+             ("seconds", 0.0), ("beat_naive", None), ("checks_to_feasible", None), ("usd", None))
 
 
 def rows_frame(rows: Iterable[dict] | pd.DataFrame) -> pd.DataFrame:
     """Index rows as a frame with the columns the board reads, whatever the source left out."""
     frame = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
-    for column, default in (("model", ""), ("task_id", ""), ("difficulty", None), ("reward", 0.0),
-                            ("feasible", False), ("submitted", False), ("cost", None), ("optimal_cost", None),
-                            ("input_tokens", 0), ("output_tokens", 0), ("seconds", 0.0)):
+    for column, default in _DEFAULTS:
         if column not in frame.columns:
             frame[column] = default
     return frame
@@ -56,54 +105,156 @@ def common_tasks(frame: pd.DataFrame) -> pd.DataFrame:
     return frame[frame["task_id"].isin(shared)]
 
 
-def leaderboard(rows: Iterable[dict] | pd.DataFrame, *, same_tasks: bool = False) -> pd.DataFrame:
-    """One row per model, best mean reward first; columns as in COLUMNS."""
+def leaderboard(rows: Iterable[dict] | pd.DataFrame, *, same_tasks: bool = False, sort: str = "mean_reward",
+                descending: bool = True) -> pd.DataFrame:
+    """One row per model, columns as in COLUMNS, sorted by `sort` (best mean reward first by default).
+
+    Every figure is over the model's episodes where it applies: the naive-plan share over episodes whose task's
+    naive cost is known, the median checks to a feasible plan over episodes that found one (`feasible_check_pct`
+    says how many did), dollars and reward per dollar over priced episodes. Intervals are 95% bootstrap intervals.
+    """
+    if sort not in COLUMNS:
+        raise ValueError(f"cannot sort the board by {sort!r}: one of {', '.join(COLUMNS)}")
     frame = rows_frame(rows)
     if same_tasks:
         frame = common_tasks(frame)
     if frame.empty:
         return pd.DataFrame(columns=COLUMNS)
-    frame = frame.assign(
-        reward=pd.to_numeric(frame["reward"], errors="coerce").fillna(0.0),
-        feasible=frame["feasible"].fillna(False).astype(bool),
-        submitted=frame["submitted"].fillna(False).astype(bool),
-        tokens=pd.to_numeric(frame["input_tokens"], errors="coerce").fillna(0)
-        + pd.to_numeric(frame["output_tokens"], errors="coerce").fillna(0),
-    )
-    cost = pd.to_numeric(frame["cost"], errors="coerce")
-    optimum = pd.to_numeric(frame["optimal_cost"], errors="coerce")
-    frame["optimal"] = frame["feasible"] & cost.notna() & optimum.notna() & (cost <= optimum)
-    board = []
-    for model, group in frame.groupby("model", sort=False):
-        rewards = group["reward"].to_numpy()
-        low, high = bootstrap_ci(rewards)
-        tier_means = group.groupby("difficulty")["reward"].mean()
-        board.append({
-            "model": model, "n": len(group), "mean_reward": float(rewards.mean()), "ci_low": low, "ci_high": high,
-            **{f"mean_{t}": float(tier_means[t]) if t in tier_means.index else float("nan") for t in TIERS},
-            "feasible_pct": 100.0 * group["feasible"].mean(),
-            "optimal_pct": 100.0 * group["optimal"].mean(),
-            "no_submit": int((~group["submitted"]).sum()),
-            "median_tokens": float(group["tokens"].median()),
-            "median_seconds": float(pd.to_numeric(group["seconds"], errors="coerce").median()),
-        })
-    result = pd.DataFrame(board, columns=COLUMNS)
-    return result.sort_values(["mean_reward", "n"], ascending=[False, False], ignore_index=True)
+    columns = _numbers(frame)
+    # Groups by array slices rather than pandas' groupby: a board has a handful of models, and per-group pandas
+    # calls would cost more than the arithmetic (the board is redrawn on every filter change).
+    codes, models = pd.factorize(frame["model"].astype(object), sort=False)
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(len(models) + 1))
+    columns = {name: values[order] for name, values in columns.items()}  # each model's rows now one slice
+    board = [_model_row(str(model), {name: values[bounds[g]:bounds[g + 1]] for name, values in columns.items()})
+             for g, model in enumerate(models)]
+    return sort_board(pd.DataFrame(board, columns=COLUMNS), sort, descending=descending)
+
+
+def sort_board(board: pd.DataFrame, by: str, *, descending: bool = True) -> pd.DataFrame:
+    """The board sorted by one of its columns, more episodes first among equals, unknown values last."""
+    if by not in board.columns:
+        raise ValueError(f"cannot sort the board by {by!r}: one of {', '.join(board.columns)}")
+    return board.sort_values([by, "n"], ascending=[not descending, False], na_position="last", kind="stable",
+                             ignore_index=True)
+
+
+def _numbers(frame: pd.DataFrame) -> dict[str, np.ndarray]:
+    """The board's inputs as numpy arrays (NaN where unknown), whatever types the source gave."""
+    def number(column: str) -> np.ndarray:
+        return pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+
+    def flag(column: str) -> np.ndarray:
+        return frame[column].fillna(False).astype(bool).to_numpy()
+
+    naive = frame["beat_naive"].astype(object).map({True: 1.0, False: 0.0})  # anything else (null) stays NaN
+    feasible, cost, optimum = flag("feasible"), number("cost"), number("optimal_cost")
+    output = number("output_tokens")
+    return {
+        "reward": np.nan_to_num(number("reward"), nan=0.0), "feasible": feasible, "submitted": flag("submitted"),
+        "optimal": feasible & ~np.isnan(cost) & ~np.isnan(optimum) & (cost <= optimum),
+        "tokens": np.nan_to_num(number("input_tokens"), nan=0.0) + np.nan_to_num(output, nan=0.0),
+        "output_tokens": output, "seconds": number("seconds"),
+        "tier": pd.Categorical(frame["difficulty"].astype(object), categories=list(TIERS)).codes,
+        "beat_naive": naive.to_numpy(dtype=float, na_value=np.nan),
+        "checks_to_feasible": number("checks_to_feasible"), "usd": number("usd"),
+    }
+
+
+def _model_row(model: str, group: dict[str, np.ndarray]) -> dict:
+    """One model's line of the board from its episodes' arrays."""
+    rewards, n = group["reward"], len(group["reward"])
+    # The reward and reward-per-dollar bootstraps share their resamples when every episode is priced.
+    picks = np.random.default_rng(0).integers(0, n, size=(BOOTSTRAP_RESAMPLES, n)) \
+        if 1 < n <= BOOTSTRAP_MAX_EPISODES else None
+    low, high = bootstrap_ci(rewards, picks=picks)
+    naive = _known(group["beat_naive"])
+    naive_low, naive_high = proportion_ci(int(naive.sum()), len(naive))
+    spent = group["usd"]
+    priced = ~np.isnan(spent)
+    per_usd = rewards[priced].sum() / spent[priced].sum() if spent[priced].sum() > 0 else float("nan")
+    per_usd_low, per_usd_high = ratio_ci(rewards[priced], spent[priced], picks=picks if priced.all() else None)
+    tier = group["tier"]
+    return {
+        "model": model, "n": n, "mean_reward": float(rewards.mean()), "ci_low": low, "ci_high": high,
+        **{f"mean_{t}": float(rewards[tier == i].mean()) if (tier == i).any() else float("nan")
+           for i, t in enumerate(TIERS)},
+        "feasible_pct": 100.0 * group["feasible"].mean(), "optimal_pct": 100.0 * group["optimal"].mean(),
+        "no_submit": int(n - group["submitted"].sum()),
+        "median_tokens": float(np.median(group["tokens"])), "median_seconds": _median(group["seconds"]),
+        "beat_naive_pct": 100.0 * naive.mean() if len(naive) else float("nan"),
+        "beat_naive_low": 100.0 * naive_low, "beat_naive_high": 100.0 * naive_high,
+        "feasible_check_pct": 100.0 * (~np.isnan(group["checks_to_feasible"])).mean(),
+        "median_checks_to_feasible": _median(group["checks_to_feasible"]),
+        "mean_output_tokens": _mean(group["output_tokens"]), "usd_per_episode": _mean(spent),
+        "reward_per_usd": float(per_usd), "reward_per_usd_low": per_usd_low, "reward_per_usd_high": per_usd_high,
+    }
+
+
+def _known(values: np.ndarray) -> np.ndarray:
+    return values[~np.isnan(values)]
+
+
+def _median(values: np.ndarray) -> float:
+    known = _known(values)
+    return float(np.median(known)) if len(known) else float("nan")
+
+
+def _mean(values: np.ndarray) -> float:
+    known = _known(values)
+    return float(known.mean()) if len(known) else float("nan")
+
+
+def board_json(board: pd.DataFrame) -> list[dict]:
+    """One plain object per model with the keys of JSON_KEYS (`python -m agent board --json`); unknown as null."""
+    out = []
+    for row in board.to_dict("records"):
+        item = {}
+        for key, column in JSON_KEYS.items():
+            value = row[column]
+            if hasattr(value, "item") and not isinstance(value, str):
+                value = value.item()
+            item[key] = None if isinstance(value, float) and not np.isfinite(value) else value
+        out.append(item)
+    return out
 
 
 def board_markdown(board: pd.DataFrame) -> str:
-    """The leaderboard as a Markdown table (the CLI's board.md)."""
+    """The leaderboard as a Markdown table (the CLI's board.md); `price_note` says where the dollars come from."""
     header = ("| model | n | mean reward (95% CI) | " + " | ".join(TIERS)
-              + " | feasible | optimal | no submit | median tokens | median s |")
-    lines = [header, "|---|---:|---:|" + "---:|" * len(TIERS) + "---:|---:|---:|---:|---:|"]
+              + " | feasible | optimal | no submit | median tokens | median s | beat naive (95% CI) "
+              "| feasible check | median checks to feasible | mean output tokens | $ / episode | reward / $ (95% CI) |")
+    lines = [header, "|---|---:|---:|" + "---:|" * len(TIERS) + "---:|" * 11]
     for row in board.to_dict("records"):
         tiers = " | ".join(_num(row[f"mean_{t}"]) for t in TIERS)
         lines.append(
             f"| {row['model']} | {row['n']} | {row['mean_reward']:.3f} ({_num(row['ci_low'])}-{_num(row['ci_high'])}) "
             f"| {tiers} | {row['feasible_pct']:.0f}% | {row['optimal_pct']:.0f}% | {row['no_submit']} "
-            f"| {row['median_tokens']:.0f} | {_num(row['median_seconds'], 1)} |")
+            f"| {row['median_tokens']:.0f} | {_num(row['median_seconds'], 1)} "
+            f"| {_pct(row['beat_naive_pct'])} ({_pct(row['beat_naive_low'])}-{_pct(row['beat_naive_high'])}) "
+            f"| {_pct(row['feasible_check_pct'])} | {_num(row['median_checks_to_feasible'], 1)} "
+            f"| {_num(row['mean_output_tokens'], 0)} | {_usd(row['usd_per_episode'])} "
+            f"| {_num(row['reward_per_usd'], 1)} ({_num(row['reward_per_usd_low'], 1)}-"
+            f"{_num(row['reward_per_usd_high'], 1)}) |")
     return "\n".join(lines) + "\n"
+
+
+def price_note() -> str:
+    """One line under the board: which price table the dollars come from and how input tokens were priced."""
+    return (f"$: {price_table()}; every input token (cached ones included) at the uncached input rate; "
+            "no price for baselines, people, self-hosted (vllm:) or unlisted models.\n")
 
 
 def _num(value: float, digits: int = 3) -> str:
     return "-" if value is None or (isinstance(value, float) and np.isnan(value)) else f"{value:.{digits}f}"
+
+
+def _pct(value: float) -> str:
+    return "-" if value is None or (isinstance(value, float) and np.isnan(value)) else f"{value:.0f}%"
+
+
+def _usd(value: float) -> str:
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return "-"
+    return f"${value:.4f}" if value < 0.1 else f"${value:.2f}"

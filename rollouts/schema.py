@@ -22,14 +22,17 @@ import pydantic
 from typing_extensions import TypedDict
 
 from berth_env import TIERS
+from rollouts.metrics import METRIC_COLUMNS, episode_metrics
 
 __all__ = [
-    "COLUMNS", "END_REASONS", "EPISODE_ID", "SCHEMA_VERSION", "TIERS", "Record", "RecordError", "coerce_cell",
+    "ANNOTATIONS", "COLUMNS", "END_REASONS", "EPISODE_ID", "SCHEMA_VERSION", "TIERS", "Record", "RecordError", "coerce_cell",
     "index_row", "model_name", "new_episode_id", "record_problem", "started_at", "utc_stamp", "valid_episode_id",
     "validate_record",
 ]
 
 SCHEMA_VERSION = 1
+# Record fields added after the episode (`RolloutStore.annotate`); every other field stays as it was recorded.
+ANNOTATIONS: tuple[str, ...] = ("regrade",)
 # Episode ids name files in the store and on the Hub, so only a safe alphabet is allowed (checked with fullmatch:
 # `$` would let a trailing newline through).
 EPISODE_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -107,6 +110,7 @@ class Record(_Strict):
     errors: list[str]
     provider_switches: NotRequired[list[str]]
     app_version: NotRequired[str]
+    regrade: NotRequired[dict]  # the grade under a later grader, beside the original (rollouts.regrade)
 
 
 _RECORD = pydantic.TypeAdapter(Record)
@@ -193,6 +197,11 @@ COLUMNS: dict[str, type] = {
     "env_url": str,
     "schema_version": int,
     "path": str,
+    # The convergence, naive-plan and price figures (rollouts.metrics).
+    **METRIC_COLUMNS,
+    # The final plan graded again under a later grader (rollouts.regrade); null until a regrade is written.
+    "regrade_reward": float,
+    "regrade_feasible": bool,
 }
 
 
@@ -232,8 +241,17 @@ def index_row(record: dict, path: str) -> dict[str, Any]:
         "env_url": record.get("env_url"),
         "schema_version": record.get("schema_version"),
         "path": path,
+        **episode_metrics(record),
+        **regrade_cells(record),
     }
     return {name: coerce_cell(row[name], kind) for name, kind in COLUMNS.items()}
+
+
+def regrade_cells(record: dict) -> dict[str, Any]:
+    """The index cells of a record's `regrade` (null when it has none)."""
+    regrade = _dict(record.get("regrade"))
+    grade = _dict(regrade.get("grade"))
+    return {"regrade_reward": regrade.get("reward"), "regrade_feasible": grade.get("feasible")}
 
 
 def _dict(value: Any) -> dict:

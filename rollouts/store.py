@@ -20,6 +20,7 @@ slow, down or refusing never delays or fails `save`.
 from __future__ import annotations
 
 import atexit
+import fcntl
 import json
 import logging
 import os
@@ -33,7 +34,7 @@ from typing import Any
 from filelock import FileLock
 
 from rollouts import card as dataset_card
-from rollouts.jsonio import JsonlTail, append_line, atomic_write, encode_record, json_line
+from rollouts.jsonio import JsonlTail, append_line, atomic_write, encode_record, json_line, rewrite_lines
 from rollouts.layout import (
     CARD,
     INDEX_GLOB,
@@ -45,7 +46,7 @@ from rollouts.layout import (
     is_record_rel,
     record_rel,
 )
-from rollouts.schema import COLUMNS, RecordError, index_row, record_problem, valid_episode_id
+from rollouts.schema import ANNOTATIONS, COLUMNS, RecordError, index_row, record_problem, valid_episode_id
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +136,81 @@ class RolloutStore:
     def _append_row(self, row: dict, rel: str) -> None:
         file = self.root / index_rel(rel.split("/")[1], self.writer_id)
         append_line(file, json_line(row))
-        self._index.add(row)
+        self._index.add(row, file)
+
+    def annotate(self, field: str, values: dict[str, Any]) -> int:
+        """Add (or replace) the top-level field `field`, one of schema.ANNOTATIONS, in the records of the episode
+        ids in `values`, and bring their index rows up to date; the number of records changed. The fields a rollout
+        was recorded with are never touched. An id not in the folder raises KeyError, before anything is written."""
+        if field not in ANNOTATIONS:
+            raise ValueError(f"{field!r} is not a field added after the fact ({', '.join(ANNOTATIONS)})")
+        with self._lock:
+            records = {}
+            for episode_id, value in values.items():
+                record = self.load(episode_id)
+                if record is None:
+                    raise KeyError(f"no rollout {episode_id} in {self.root}")
+                if record.get(field) != value:
+                    records[episode_id] = {**record, field: value}
+            if records and field not in self._card_fields:
+                self._extend_card({field})
+            rows = {}
+            for episode_id, record in records.items():
+                path = self._locate(episode_id)
+                rel = path.relative_to(self.root).as_posix()
+                old_row = self._index.by_id.get(episode_id)
+                if old_row is not None:
+                    # Only the cells the new field changes are replaced; every other value stays as indexed.
+                    before, after = index_row({k: v for k, v in record.items() if k != field}, rel), \
+                        index_row(record, rel)
+                    rows[episode_id] = {**after, **old_row, **{k: v for k, v in after.items() if before[k] != v}}
+                atomic_write(path, encode_record(record))
+                if self._pusher:
+                    self._pusher.notify(rel)
+            self._update_rows(rows)
+        return len(records)
+
+    def fill_index(self) -> int:
+        """Fill in the columns that index rows written by an older version lack, from their records; the number of
+        rows filled. Rows keep every value they have (and their place); a row whose record cannot be read stays as
+        it is. Safe while other processes save into the folder (rollouts.jsonio.rewrite_lines)."""
+        with self._lock:
+            self._index.refresh()
+            stale: dict[Path, list[dict]] = {}
+            for row in self._index.rows:
+                if not COLUMNS.keys() <= row.keys():
+                    stale.setdefault(self._index.file_of[row["episode_id"]], []).append(row)
+        filled = 0
+        for rows in stale.values():  # one index file at a time: a few thousand records in memory at most
+            fresh = {}
+            for row in rows:
+                path = inside(self.root, row["path"])
+                try:
+                    record = json.loads(path.read_bytes()) if path is not None else None
+                    fresh[row["episode_id"]] = {**index_row(record, row["path"]), **row}
+                except (OSError, ValueError, TypeError, AttributeError) as exc:
+                    log.warning("cannot fill in the index row of %s: %s", row["episode_id"], exc)
+            with self._lock:
+                filled += self._update_rows(fresh, only_stale=True)
+        if filled:
+            log.info("filled in the new index columns of %d rollout(s) from their records", filled)
+        return filled
+
+    def _update_rows(self, rows: dict[str, dict], *, only_stale: bool = False) -> int:
+        """Replace the index rows of these episodes, in place, in the files that hold them (called under _lock)."""
+        by_file: dict[Path, dict[str, dict]] = {}
+        for episode_id, row in rows.items():
+            file = self._index.file_of.get(episode_id)
+            if file is not None:
+                by_file.setdefault(file, {})[episode_id] = _in_column_order(row)
+        changed = 0
+        for file, wanted in by_file.items():
+            count = rewrite_lines(file, _replacer(wanted, only_stale=only_stale))
+            if count and self._pusher:
+                self._pusher.notify(file.relative_to(self.root).as_posix())
+            changed += count
+        self._index.refresh()
+        return changed
 
     def _set_aside(self, record: Any, problem: str) -> None:
         """Keep a refused record where nothing reads or pushes it, with the reason, so it can be mended by hand."""
@@ -262,6 +337,8 @@ class RolloutStore:
             if file.name != own and now - stat.st_mtime < RECOVER_GRACE_S:
                 continue
             with open(file, "rb+") as f:
+                fcntl.flock(f.fileno(), fcntl.LOCK_EX)  # the lock appends and rewrites take
+                stat = os.fstat(f.fileno())
                 if not stat.st_size or os.pread(f.fileno(), 1, stat.st_size - 1) == b"\n":
                     continue
                 data = f.read()
@@ -289,42 +366,74 @@ class RolloutStore:
 
 
 class _IndexFiles:
-    """The rows of index/*/*.jsonl, read incrementally (each file from where the last read stopped).
+    """The rows of index/*/*.jsonl, read incrementally (each file from where the last read stopped), one per
+    episode (the first row wins), with the file each came from.
 
     A row whose path does not fit the layout, or names another episode, is skipped and counted: a planted row
-    must never make a reader open a file outside the store.
+    must never make a reader open a file outside the store. A file swapped by a rewrite (fill_index, annotate) is
+    read again whole, and the rows are rebuilt from every file's rows.
     """
 
     def __init__(self, root: Path) -> None:
         self.root = root
         self.rows: list[dict] = []
         self.by_id: dict[str, dict] = {}
-        self.refused = 0
+        self.file_of: dict[str, Path] = {}
+        self._refused: dict[Path, int] = {}
         self._tails: dict[Path, JsonlTail] = {}
+        self._file_rows: dict[Path, list[dict]] = {}
 
     @property
     def skipped(self) -> int:
         """Index lines left out: unreadable, or pointing outside the layout."""
-        return self.refused + sum(tail.skipped for tail in self._tails.values())
+        return sum(self._refused.values()) + sum(tail.skipped for tail in self._tails.values())
 
-    def add(self, row: dict) -> None:
+    def add(self, row: dict, file: Path) -> None:
         if row.get("episode_id") not in self.by_id:
             self.by_id[row["episode_id"]] = row
+            self.file_of[row["episode_id"]] = file
             self.rows.append(row)
 
     def refresh(self) -> None:
+        swapped = False
         for file in sorted(self.root.glob(INDEX_GLOB)):
             tail = self._tails.setdefault(file, JsonlTail(file))
-            for row in tail.read():
+            restarts = tail.restarts
+            values = tail.read()
+            if tail.restarts != restarts:
+                self._file_rows[file], self._refused[file], swapped = [], 0, True
+            for row in values:
                 if isinstance(row, dict) and valid_episode_id(row.get("episode_id")) and \
                         is_record_rel(row.get("path"), row["episode_id"]):
-                    self.add(row)
+                    self._file_rows.setdefault(file, []).append(row)
+                    self.add(row, file)
                 else:
-                    self.refused += 1
+                    self._refused[file] = self._refused.get(file, 0) + 1
                     log.warning("skipping an index row of %s that does not point into the store", file)
+        if swapped:
+            self.rows, self.by_id, self.file_of = [], {}, {}
+            for file in sorted(self._file_rows):
+                for row in self._file_rows[file]:
+                    self.add(row, file)
 
 
 # -- files -------------------------------------------------------------------------------------------------------
+
+
+def _replacer(wanted: dict[str, dict], *, only_stale: bool):
+    """What `rewrite_lines` does to each line: the wanted row for its episode (only for a row lacking columns, when
+    `only_stale`: a row filled in meanwhile is left alone), else nothing."""
+    def change(old: Any) -> dict | None:
+        if not isinstance(old, dict) or (only_stale and COLUMNS.keys() <= old.keys()):
+            return None
+        return wanted.get(old.get("episode_id"))
+
+    return change
+
+
+def _in_column_order(row: dict) -> dict:
+    """The index columns first, in COLUMNS order, then any other keys the row has (from a newer version)."""
+    return {**{name: row.get(name) for name in COLUMNS}, **row}
 
 
 def _mtime(path: Path, *, default: float) -> float:

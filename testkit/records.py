@@ -1,9 +1,10 @@
 """Realistic rollout records for tests and benchmarks (DESIGN.md "The rollout record").
 
 `make_record(**overrides)` builds one episode on a real task of the dock-v1 eval pack: a system prompt, the
-situation, model turns with reasoning and tool calls, `check_plan` results (feasible reports, violation lists,
-plan errors), a submit with its grade, usage and timing. Records vary in model, task, tier, turns, reward, end
-reason, errors and provider switches, and in shape (a step's plan may be an unparsable string, a result an error).
+situation, model turns with reasoning, tool calls and per-turn usage, `check_plan` results (feasible reports,
+violation lists, plan errors), a submit with its grade, usage and timing. Records vary in model, task, tier, turns,
+reward, end reason, errors and provider switches, and in shape (a step's plan may be an unparsable string, a result an
+error).
 
 `make_records(n, seed)` gives n distinct records, the same ones for the same seed. Building one takes about a
 millisecond. Overrides that shape the episode (`task_id`, `model`, `end_reason`, `started`, `episode_id`, `run`,
@@ -120,19 +121,20 @@ class _Episode:
         reward = 0.0
         usage = {"input_tokens": 0, "output_tokens": 0}
         for turn in range(1, turns + 1):
-            usage["input_tokens"] += sum(len(str(m.get("content") or "")) for m in messages) // 4
-            out_tokens = rng.randint(80, 4000)
-            usage["output_tokens"] += out_tokens
+            spent = {"input_tokens": sum(len(str(m.get("content") or "")) for m in messages) // 4,
+                     "output_tokens": rng.randint(80, 4000)}
+            for side, tokens in spent.items():
+                usage[side] += tokens
             last = turn == turns
             if last and self.end_reason in ("no_tool_call", "wall_clock", "stopped", "error"):
-                messages.append(self._assistant(turn, [], stop="end_turn" if self.end_reason == "no_tool_call"
+                messages.append(self._assistant(turn, [], spent, stop="end_turn" if self.end_reason == "no_tool_call"
                                                 else "max_tokens"))
                 break
             tool = "submit_plan" if last and submits else rng.choice(("check_plan",) * 5 + ("get_situation",))
             call_id = f"call_{self.episode_id[:6]}_{turn}"
             plan = self._plan(tool == "submit_plan")
             arguments = json.dumps({"plan": plan}) if tool != "get_situation" else "{}"
-            messages.append(self._assistant(turn, [{"id": call_id, "name": tool, "arguments": arguments}]))
+            messages.append(self._assistant(turn, [{"id": call_id, "name": tool, "arguments": arguments}], spent))
             if tool == "get_situation":
                 result_text = _situation(task)
             elif tool == "check_plan":
@@ -172,13 +174,14 @@ class _Episode:
             record["provider_switches"] = ["cerebras -> ovhcloud after HTTP 503 on turn 2"]
         return record
 
-    def _assistant(self, turn: int, calls: list[dict], stop: str = "tool_use") -> dict:
+    def _assistant(self, turn: int, calls: list[dict], usage: dict, stop: str = "tool_use") -> dict:
         rng = self.rng
         thinks = not self.model.startswith("baseline:") and rng.random() < 0.85
         reasoning = " ".join(rng.choice(_THOUGHTS) for _ in range(rng.randint(2, 9))) if thinks else None
         content = rng.choice(("", "", "Let me test this draft.", "Ship 5 now clears the closure; checking again.",
                               "Submitting the best plan so far."))
-        return {"role": "assistant", "content": content, "reasoning": reasoning, "stop": stop, "tool_calls": calls}
+        return {"role": "assistant", "content": content, "reasoning": reasoning, "stop": stop, "tool_calls": calls,
+                "usage": dict(usage)}
 
     def _plan(self, final: bool) -> Any:
         rng, task = self.rng, self.task

@@ -15,6 +15,7 @@ import gradio as gr
 
 from rollouts.index import RolloutNotFound
 from rollouts.jsonio import atomic_write
+from rollouts.leaderboard import price_note
 from rollouts.query import PAGE_SIZE, options
 from rollouts.sources import SourceError
 from viewer.browse_state import VIEWS, BrowseState, state_from_query
@@ -29,6 +30,7 @@ from viewer.browse_views import (
     status_markdown,
 )
 from viewer.chart import berth_chart, moved_ships, optimum_chart, step_chart
+from viewer.convergence import convergence_figure
 from viewer.markdown import escape_cell
 from viewer.replay import record_messages
 from viewer.summary import grade_panel, usage_summary
@@ -39,6 +41,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 APP_TITLE = "Berth-planning agent arena"
+BOARD_NOTE = ("Mean reward with its 95% bootstrap interval; beat naive: the submitted plan is feasible and cheaper "
+              "than the naive re-plan; checks to feasible: the median number of checks until the first feasible "
+              "one (among rollouts that found one); ")
 # Short enough that the header, the chart and the top of the transcript share the first screen beside the list.
 DETAIL_CHART = {"height": 330, "cranes": False}
 
@@ -283,8 +288,11 @@ def board_view(section: BrowseSection, state: BrowseState) -> dict:
     filters = state.filters()
     board = section.index.board(filters, same_tasks=state.same_tasks)
     heat = section.index.heatmap(filters)
+    curves = section.index.convergence(filters)
     cells = {f"{i},{j + 2}": episode for i, row in enumerate(heat.best) for j, episode in enumerate(row) if episode}
     return {section.board: board_table(board), section.board_models: [str(m) for m in board["model"]],
+            section.board_note: BOARD_NOTE + escape_cell(price_note()),
+            section.convergence: convergence_figure(curves=curves),
             section.heatmap: gr.Dataframe(heatmap_table(heat), column_widths=["84px", "230px",
                                                                               *["150px"] * len(heat.models)]),
             section.heatmap_cells: cells}

@@ -26,14 +26,15 @@ from rollouts.schema import TIERS
 from viewer import browse_handlers as on
 from viewer.browse_records import RecordCache
 from viewer.browse_state import BrowseState
-from viewer.browse_views import BOARD_HEADERS, LIST_COLUMNS, MORE_COLUMNS
+from viewer.browse_views import BOARD_HEADERS, BOARD_TYPES, LIST_COLUMNS, MORE_COLUMNS
 from viewer.context import AppContext
 from viewer.wiring import bind
 
 YES_NO = ["any", "yes", "no"]
 # Fixed widths: with a rollout open beside it, the list scrolls sideways rather than squeezing the task ids.
 LIST_WIDTHS = ["190px", "215px", "74px", "66px", "118px", "128px"]
-BOARD_WIDTHS = ["280px", "56px", "112px", "120px", *["86px"] * len(TIERS), "96px", "96px", "96px", "124px", "96px"]
+BOARD_WIDTHS = ["280px", "56px", "112px", "120px", *["86px"] * len(TIERS), "116px", "100px", "100px", "96px",
+                "150px", "126px", "110px", "100px", "96px"]
 # The page's own URL follows the state (pushState), and the back/forward buttons bring an old state back through a
 # hidden box; a JS-only handler, so no round trip for either.
 PUSH_URL_JS = """(query) => {
@@ -123,6 +124,7 @@ class BrowseSection:
     optimal: gr.Plot
     # the leaderboard
     board: gr.Dataframe
+    board_note: gr.Markdown
     board_models: gr.State
     same_tasks: gr.Checkbox
     heatmap: gr.Dataframe
@@ -160,7 +162,7 @@ class BrowseSection:
         return [*self.form, self.more, self.more_row, self.filter_note, self.views, self.status, self.table, self.page_ids, self.page_info,
                 self.detail, self.message, self.head, self.share, self.export_json, self.compare_pick, self.chart,
                 self.plan_step, self.steps, self.chat, self.grade, self.usage, self.optimal, self.board,
-                self.board_models, self.heatmap, self.heatmap_cells, self.convergence, self.compare_head,
+                self.board_note, self.board_models, self.heatmap, self.heatmap_cells, self.convergence, self.compare_head,
                 self.compare_chart_a, self.compare_chart_b, self.compare_diff, self.compare_chat_a,
                 self.compare_chat_b, self.state, self.version, self.url, self.title]
 
@@ -279,15 +281,17 @@ def _build_detail() -> dict[str, Any]:
 
 def _build_board() -> dict[str, Any]:
     gr.Markdown("Per model over the rollouts the filters let through. Click a model to list its rollouts; click a "
-                "cell of the heatmap to open that task's best rollout by that model.", elem_id="board-help")
+                "column's ⋮ to sort by it; click a cell of the heatmap to open that task's best rollout by that "
+                "model.", elem_id="board-help")
     same_tasks = gr.Checkbox(False, label="Only the tasks every listed model played", elem_id="same-tasks")
     board = gr.Dataframe(pd.DataFrame(columns=BOARD_HEADERS), interactive=False, elem_id="board", max_height=420,
-                         datatype="str", column_widths=BOARD_WIDTHS)
+                         datatype=BOARD_TYPES, column_widths=BOARD_WIDTHS)
+    board_note = gr.Markdown(elem_id="board-note")
     heatmap = gr.Dataframe(interactive=False, elem_id="heatmap", max_height=560, label="Mean reward by task and "
                            "model (tasks grouped by tier)", datatype="str")
-    convergence = gr.Plot(show_label=False, visible=False, elem_id="convergence")
-    return dict(board=board, board_models=gr.State([]), same_tasks=same_tasks, heatmap=heatmap,
-                heatmap_cells=gr.State({}), convergence=convergence)
+    convergence = gr.Plot(show_label=False, elem_id="convergence")
+    return dict(board=board, board_note=board_note, board_models=gr.State([]), same_tasks=same_tasks,
+                heatmap=heatmap, heatmap_cells=gr.State({}), convergence=convergence)
 
 
 def _build_compare() -> dict[str, Any]:

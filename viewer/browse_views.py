@@ -27,8 +27,17 @@ MORE_COLUMNS = {
     "optimal_cost": "optimum", "turns": "turns", "checks": "checks", "tokens": "tokens", "seconds": "seconds",
     "run": "run", "source": "source",
 }
-BOARD_HEADERS = ["model", "n", "mean reward", "95% CI", *TIERS, "feasible %", "optimal %", "no submit",
-                 "median tokens", "median s"]
+# The leaderboard as shown: (header, rollouts.leaderboard column, digits; None for text). Numbers stay numbers, so
+# the table's own header menu sorts them by value.
+BOARD_COLUMNS = [("model", "model", None), ("n", "n", 0), ("mean reward", "mean_reward", 3), ("95% CI", None, None),
+                 *[(tier, f"mean_{tier}", 3) for tier in TIERS],
+                 ("beat naive %", "beat_naive_pct", 0), ("feasible %", "feasible_pct", 0),
+                 ("optimal %", "optimal_pct", 0), ("no submit", "no_submit", 0),
+                 ("checks to feasible", "median_checks_to_feasible", 1), ("output tokens", "mean_output_tokens", 0),
+                 ("$ / episode", "usd_per_episode", 4), ("reward / $", "reward_per_usd", 1),
+                 ("median s", "median_seconds", 0)]
+BOARD_HEADERS = [header for header, _, _ in BOARD_COLUMNS]
+BOARD_TYPES = ["str" if digits is None else "number" for _, _, digits in BOARD_COLUMNS]
 
 
 def _missing(value: Any) -> bool:
@@ -63,14 +72,19 @@ def list_table(rows: pd.DataFrame, extra: list[str] | tuple[str, ...] = ()) -> p
 
 
 def board_table(board: pd.DataFrame) -> pd.DataFrame:
-    """The leaderboard (rollouts.leaderboard columns) as the page shows it."""
+    """The leaderboard (rollouts.leaderboard columns) as the page shows it: a blank where a figure does not apply."""
     out = []
     for row in board.to_dict("records"):
-        out.append([str(row["model"]), int(row["n"]), _fixed(row["mean_reward"]),
-                    f"{_fixed(row['ci_low'])}–{_fixed(row['ci_high'])}",
-                    *[_fixed(row[f"mean_{t}"]) for t in TIERS], _fixed(row["feasible_pct"], 0),
-                    _fixed(row["optimal_pct"], 0), int(row["no_submit"]), _fixed(row["median_tokens"], 0),
-                    _fixed(row["median_seconds"], 1)])
+        cells = []
+        for _, column, digits in BOARD_COLUMNS:
+            if column is None:
+                cells.append(f"{_fixed(row['ci_low'])}–{_fixed(row['ci_high'])}")
+            elif digits is None:
+                cells.append(str(row[column]))
+            else:
+                value = row.get(column)
+                cells.append(None if _missing(value) else round(float(value), digits) if digits else int(value))
+        out.append(cells)
     return pd.DataFrame(out, columns=BOARD_HEADERS)
 
 

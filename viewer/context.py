@@ -76,6 +76,8 @@ class AppContext:
         pushing = bool(settings.dataset and settings.hub_token)
         store = RolloutStore(settings.rollout_dir, dataset=settings.dataset if pushing else None,
                              token=settings.hub_token if pushing else None)
+        # Index rows from an older version get their newer columns from the records, without holding up the start.
+        threading.Thread(target=store.fill_index, name="index-fill", daemon=True).start()
         registry = RunRegistry(store.save, max_total=settings.max_episodes,
                                max_per_owner=settings.max_episodes_per_session)
         plays = PlayRegistry(store.save, env_url=settings.env_url)

@@ -3,8 +3,8 @@
 Upstream's `rollouts` config has the flat columns of its run index (PORTSIM_SPEC §9.3: `run, model, model_name,
 task_id, difficulty, quay, num_ships, reward, submitted, feasible, cost, optimal_cost, naive_cost, turns, checks,
 seconds, input_tokens, output_tokens, end_reason`, sometimes `errors`) plus four JSON-string columns: `final_plan`,
-`grade`, `steps` and `messages`. Only the flat columns are read for the index; one row's JSON columns when it is
-opened. It has no episode ids, so each row gets a stable one made from what identifies an upstream episode (run,
+`grade`, `steps` and `messages`. The flat columns and `steps` (for the convergence figures of rollouts.metrics) are
+read for the index; one row's other JSON columns when it is opened. It has no episode ids, so each row gets a stable one made from what identifies an upstream episode (run,
 model, task), prefixed `up-` so it can never collide with ours. The file is found through the dataset card's
 `rollouts` config.
 """
@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
+from rollouts.metrics import METRIC_COLUMNS, episode_metrics
 from rollouts.schema import COLUMNS, coerce_cell, valid_episode_id
 from rollouts.sources import INDEX_SCHEMA, Loaded, SourceError, arrow_type
 from rollouts.sources.hub import HubRepo, describe, offline
@@ -129,6 +130,30 @@ def _scalar(value: Any) -> Any:
     if isinstance(value, float) and math.isnan(value):
         return None
     return value
+
+
+def _metric_columns(file: pq.ParquetFile, values: Any) -> dict[str, pa.Array]:
+    """rollouts.metrics' columns for every row: from `steps` (JSON text) and the flat columns. Upstream keeps no
+    per-turn usage and no start time, so tokens to a feasible check are known only when it came in the last turn,
+    and prices are today's."""
+    steps = file.read(columns=["steps"]).column("steps").to_pylist() if "steps" in file.schema_arrow.names \
+        else [None] * file.metadata.num_rows
+    flat = {name: values(name) for name in ("model", "turns", "input_tokens", "output_tokens", "submitted",
+                                            "feasible", "cost", "naive_cost")}
+    metrics = []
+    for i, text in enumerate(steps):
+        decoded = decode_json(text, "steps", [])
+        cell = {name: _scalar(column[i]) for name, column in flat.items()}
+        metrics.append(episode_metrics({
+            "model": cell["model"], "turns": cell["turns"], "messages": [],
+            "steps": decoded if isinstance(decoded, list) else [],
+            "usage": {"input_tokens": cell["input_tokens"], "output_tokens": cell["output_tokens"]},
+            "final": {"submitted": bool(cell["submitted"]),
+                      "grade": {"feasible": cell["feasible"], "cost": cell["cost"]}},
+            "task": {"naive_cost": cell["naive_cost"]},
+        }))
+    return {name: pa.array([coerce_cell(m[name], kind) for m in metrics], type=arrow_type(kind))
+            for name, kind in METRIC_COLUMNS.items()}
 
 
 # -- the source -----------------------------------------------------------------------------------------------
@@ -258,6 +283,7 @@ class UpstreamSource:
         made = upstream_ids(zip(values("run"), values("model"), values("task_id"), strict=True))
         columns["episode_id"] = pa.array([g if valid_episode_id(g) else m
                                           for g, m in zip(given, made, strict=True)], pa.string())
+        columns.update(_metric_columns(file, values))
         columns["source"] = pa.array(["upstream"] * n, pa.string())
         columns["path"] = pa.array([f"#{i}" for i in range(n)], pa.string())  # the row number in the file
         if "errors" in raw.column_names and not pa.types.is_integer(raw.column("errors").type):
