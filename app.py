@@ -60,6 +60,8 @@ CSS = """
 .berth-chart-compact {overflow-x: auto}
 @media (max-width: 768px) {
   #browse-split {flex-direction: column-reverse}
+  /* min-width: 0 above keeps wide charts from overflowing, but also stops Gradio's columns from wrapping */
+  #run-row, #play-row {flex-direction: column}
 }
 @media (max-width: 640px) {
   #header h2 {font-size: 1.15rem}
