@@ -1,6 +1,7 @@
 """Batch runs: `python -m agent run --model SPEC ... (--task ID ... | --split eval [--limit N])`; the board and
 regrading of stored rollouts are `python -m agent board` (agent/cli_board.py) and `python -m agent regrade`
-(agent/cli_regrade.py).
+(agent/cli_regrade.py); the tasks offered, `python -m agent tasks` (agent/cli_tasks.py). Commands that play or grade
+tasks load the tasks dataset first (TASKS_DATASET: every dock-v1 task; offline, the bundled eval tasks).
 
 One thread pool per model, so a slow model never holds the workers a fast one needs. Every finished rollout goes
 through the rollout store (the dataset layout in ROLLOUT_DIR; pushed to the Hub with --dataset). A rerun resumes:
@@ -20,7 +21,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from agent import cli_board, cli_regrade
+from agent import cli_board, cli_regrade, cli_tasks
 from agent.loop import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, DEFAULT_WALL_CLOCK_S, run_episode
 from agent.providers.registry import parse_spec, preload_and_freeze
 from agent.spec import SpecError
@@ -57,11 +58,16 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--force", action="store_true", help="rerun episodes the folder already holds")
     cli_board.add_parser(commands)
     cli_regrade.add_parser(commands)
+    cli_tasks.add_parser(commands)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command in ("tasks", "regrade") or (args.command == "run" and args.env_url is None):
+        cli_tasks.serve_tasks()  # bounded: offline, the bundled tasks serve
+    if args.command == "tasks":
+        return cli_tasks.main(args)
     if args.command == "board":
         return cli_board.main(args)
     if args.command == "regrade":

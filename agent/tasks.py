@@ -1,6 +1,9 @@
 """The tasks a user can pick (from the embedded pack, or a remote server's Task API), and the full task for an id.
 
-A choice label carries what matters when choosing a hard planning task: tier, quay, ships and disruption types.
+The embedded catalog is whatever the in-process server serves: the bundled eval tasks, plus every checked task of
+the tasks dataset once it has loaded (agent/task_dataset.py). A choice label carries what matters when choosing a
+hard planning task: tier, quay, ships and disruption types; the filters narrow 1,100 tasks by split, tier, quay and
+ship count.
 """
 
 from __future__ import annotations
@@ -11,10 +14,12 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from agent.task_api import TIMEOUT_S, TaskAPI, TaskAPIError, valid_task_id
-from berth_env import TIERS, load_pack
+from berth_env import TIERS, Pack, load_pack
 
 PUBLIC_SERVER = "https://fineenvs-portsimenv.hf.space"
 REMOTE_TASKS_KEPT = 256
+# Ship-count bands for the picker's filter (dock-v1 tasks have 14 to 59 ships): label -> (fewest, most).
+SHIP_BANDS = {"≤ 20": (0, 20), "21–30": (21, 30), "31–40": (31, 40), "41+": (41, 10_000)}
 
 
 class CatalogError(TaskAPIError):
@@ -29,6 +34,8 @@ class TaskChoice:
     quay: str
     ships: int
     disruptions: tuple[str, ...]
+    optimal_cost: int | None = None  # from the reference: known for the embedded tasks only
+    naive_cost: int | None = None
 
     @property
     def label(self) -> str:
@@ -38,8 +45,10 @@ class TaskChoice:
 
 def choice_of(task: dict) -> TaskChoice:
     kinds = tuple(dict.fromkeys(str(d.get("type", "?")) for d in task.get("disruptions") or []))
+    reference = task.get("reference") or {}
     return TaskChoice(task["task_id"], str(task.get("split", "")), str(task.get("difficulty", "")),
-                      str(task.get("quay", "")), len(task.get("ships") or []), kinds)
+                      str(task.get("quay", "")), len(task.get("ships") or []), kinds,
+                      reference.get("optimal_cost"), reference.get("naive_cost"))
 
 
 def sort_choices(choices: list[TaskChoice]) -> list[TaskChoice]:
@@ -48,8 +57,18 @@ def sort_choices(choices: list[TaskChoice]) -> list[TaskChoice]:
     return sorted(choices, key=lambda c: (rank.get(c.difficulty, len(rank)), c.quay, c.task_id))
 
 
+_catalog: tuple[Pack | None, list[TaskChoice]] = (None, [])
+
+
 def embedded_catalog() -> list[TaskChoice]:
-    return sort_choices([choice_of(task) for task in load_pack().tasks])
+    """Every task the embedded server serves, sorted (built once per pack: the picker asks on every filter)."""
+    global _catalog
+    pack = load_pack()
+    built_for, choices = _catalog
+    if built_for is not pack:
+        choices = sort_choices([choice_of(task) for task in pack.tasks])
+        _catalog = (pack, choices)
+    return list(choices)
 
 
 def remote_catalog(url: str, *, timeout_s: float = TIMEOUT_S) -> list[TaskChoice]:
@@ -99,8 +118,12 @@ def task_for(task_id: str, server_url: str | None = None) -> dict | None:
     return task
 
 
-def filter_choices(choices: list[TaskChoice], *, tier: str | None = None, quay: str | None = None) -> list[TaskChoice]:
-    return [c for c in choices if (not tier or c.difficulty == tier) and (not quay or c.quay == quay)]
+def filter_choices(choices: list[TaskChoice], *, tier: str | None = None, quay: str | None = None,
+                   split: str | None = None, ships: str | None = None) -> list[TaskChoice]:
+    """The choices matching every filter given; `ships` is a key of SHIP_BANDS."""
+    fewest, most = SHIP_BANDS.get(ships or "", (0, 10_000))
+    return [c for c in choices if (not tier or c.difficulty == tier) and (not quay or c.quay == quay)
+            and (not split or c.split == split) and fewest <= c.ships <= most]
 
 
 def random_choice(choices: list[TaskChoice], rng: random.Random | None = None) -> TaskChoice | None:

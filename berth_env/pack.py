@@ -2,7 +2,9 @@
 
 A pack is a directory holding `tasks.jsonl` (or `tasks.jsonl.gz`), one task per line, and optionally a
 `manifest.json` whose `sha256` pins the (decompressed) file body. The bundled dock-v1-eval pack is always served;
-`BERTH_TASKS_DIR` (colon-separated directories) adds more packs after it.
+`BERTH_TASKS_DIR` (colon-separated directories) adds more packs after it, and `set_runtime_packs` adds packs while
+the process runs (tasks that arrive after the server started, e.g. downloaded ones): every `load_pack()` from then
+on, and so every new session of an in-process server, serves them too.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import gzip
 import hashlib
 import json
 import os
+import shutil
+import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -129,6 +133,11 @@ def _parse_tasks(path: Path, body: bytes) -> list[dict[str, Any]]:
     return tasks
 
 
+def task_problem(task: Any) -> str | None:
+    """Why a task cannot go into a pack, or None: the few facts every module relies on (see `_schema_problem`)."""
+    return _schema_problem(task)
+
+
 def _schema_problem(task: Any) -> str | None:
     """The few facts every module relies on: a string id and split, and ships whose ids are their positions."""
     if not isinstance(task, dict):
@@ -144,20 +153,89 @@ def _schema_problem(task: Any) -> str | None:
 
 
 def load_pack(dirs: Iterable[str | os.PathLike[str]] | None = None) -> Pack:
-    """Load packs from `dirs` in order; with no argument, the bundled pack plus `$BERTH_TASKS_DIR` (cached).
+    """Load packs from `dirs` in order; with no argument, the bundled pack, `$BERTH_TASKS_DIR` and the runtime packs
+    (cached).
 
     Raises PackError for an unreadable pack, a digest mismatch or a task id that appears twice. A directory listed
     twice (e.g. the bundled pack also named in the variable) is loaded once.
     """
     if dirs is None:
-        return _default_pack(os.environ.get(TASKS_DIR_VAR, ""))
+        return _default_pack(os.environ.get(TASKS_DIR_VAR, ""), _runtime)
     return _load(Path(d) for d in dirs)
 
 
+def base_pack() -> Pack:
+    """The bundled pack and `$BERTH_TASKS_DIR`, without the runtime packs: what a new runtime pack must not repeat."""
+    return _default_pack(os.environ.get(TASKS_DIR_VAR, ""), ())
+
+
+# Runtime packs, replaced whole (one tuple assignment), so a reader sees the old set or the new one, never a mix.
+_runtime: tuple[Path, ...] = ()
+
+
+def runtime_packs() -> tuple[Path, ...]:
+    return _runtime
+
+
+def set_runtime_packs(dirs: Iterable[str | os.PathLike[str]]) -> Pack:
+    """Serve the packs in `dirs` after the bundled pack and `$BERTH_TASKS_DIR`, replacing earlier runtime packs;
+    returns the pack `load_pack()` now gives.
+
+    The combined pack is loaded first, so a broken pack (or one repeating a served task id) raises PackError and
+    nothing changes. Packs are read once and cached by directory (`write_pack` names each by its content).
+    """
+    global _runtime
+    wanted = tuple(Path(d).expanduser().resolve() for d in dirs)
+    # Packs replaced by this call would otherwise stay in the cache (a thousand tasks are tens of megabytes); a
+    # reader racing this call may load the old set once more, which is correct, only slower.
+    _default_pack.cache_clear()
+    pack = _default_pack(os.environ.get(TASKS_DIR_VAR, ""), wanted)
+    _runtime = wanted
+    return pack
+
+
 @functools.lru_cache(maxsize=4)
-def _default_pack(extra: str) -> Pack:
-    """Cached per value of the variable, so a changed `BERTH_TASKS_DIR` is honoured rather than ignored."""
-    return _load([BUNDLED_PACK, *(Path(part) for part in extra.split(":") if part.strip())])
+def _default_pack(extra: str, runtime: tuple[Path, ...]) -> Pack:
+    """Cached per value of the variable and set of runtime packs, so a change to either is honoured."""
+    return _load([BUNDLED_PACK, *(Path(part) for part in extra.split(":") if part.strip()), *runtime])
+
+
+def write_pack(parent: str | os.PathLike[str], tasks: Iterable[Mapping[str, Any]],
+               manifest: Mapping[str, Any] | None = None) -> Path:
+    """Write `tasks` as a pack (`tasks.jsonl` and a `manifest.json` pinning its sha256) in a directory of `parent`
+    named by that digest, and return the directory. Named by content, a changed pack is a new directory, which is
+    what the pack cache needs. The directory appears whole or not at all (written beside it, then renamed in); one
+    already holding this pack is kept.
+    """
+    body = "".join(json.dumps(task, ensure_ascii=False, separators=(",", ":")) + "\n" for task in tasks).encode()
+    digest = hashlib.sha256(body).hexdigest()
+    target = Path(parent) / digest[:16]
+    if _holds(target, body, digest):
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    (staging / "tasks.jsonl").write_bytes(body)
+    (staging / "manifest.json").write_text(json.dumps({**(manifest or {}), "sha256": digest}, indent=2),
+                                           encoding="utf-8")
+    if target.exists():  # a damaged copy under this name: set aside, then removed
+        stale = Path(tempfile.mkdtemp(prefix=f".{target.name}-stale-", dir=target.parent))
+        target.rename(stale / target.name)
+        shutil.rmtree(stale, ignore_errors=True)
+    try:
+        staging.rename(target)
+    except OSError:  # another writer renamed the same pack in first
+        shutil.rmtree(staging, ignore_errors=True)
+        if not _holds(target, body, digest):
+            raise
+    return target
+
+
+def _holds(root: Path, body: bytes, digest: str) -> bool:
+    try:
+        manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
+        return manifest.get("sha256") == digest and (root / "tasks.jsonl").read_bytes() == body
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def _load(dirs: Iterable[Path]) -> Pack:

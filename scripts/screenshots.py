@@ -6,13 +6,15 @@ It launches the app in this process on a temporary rollout folder (embedded bert
 Debian's chromium through Playwright and saves, per screen and size, `<screen>-<state>-<size>.png`. The Run tab:
 idle with the task preview, mid-run (a `baseline:hasty` episode after its first check found broken ships) and
 finished; Browse: the list, a rollout opened by its share link, a compare and the leaderboard (on a folder of
-realistic rollouts from testkit). Each screen is a function below, so a new one is one more function in SCREENS.
+realistic rollouts from testkit); Play: a task picked, a checked draft with its violations, the submitted optimum.
+Each screen is a function below, so a new one is one more function in SCREENS.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import shutil
 import sys
 import tempfile
@@ -73,7 +75,43 @@ def browse_screens(page: Page, url: str, out: Path, size: str) -> list[Path]:
     return saved
 
 
-SCREENS: dict[str, Callable[[Page, str, Path, str], list[Path]]] = {"run": run_screens, "browse": browse_screens}
+def play_screens(page: Page, url: str, out: Path, size: str) -> list[Path]:
+    """Play: a task picked, a draft checked (ship 5 moved, so rules break), the proven optimum submitted."""
+    from berth_env import load_pack
+
+    task = load_pack().get(PLAYED)
+    saved = []
+    page.goto(f"{url}?tab=play")
+    expect(page.locator("#play-chart .js-plotly-plot")).to_be_visible(timeout=30000)
+    page.locator("#play-task input").fill(PLAYED)
+    page.get_by_role("option").filter(has_text=PLAYED).first.click()
+    expect(page.locator("#play-brief")).to_contain_text(PLAYED)
+    page.wait_for_timeout(600)
+    saved.append(_shot(page, out / f"play-idle-{size}.png"))
+    cell = page.locator("#play-table .virtual-row").nth(5).locator("[role=gridcell]").nth(2)
+    cell.dblclick()
+    cell.locator("textarea").fill("80")
+    cell.locator("textarea").press("Enter")
+    expect(page.locator("#play-chart")).to_contain_text("Your draft", timeout=30000)
+    page.locator("#play-check").click()
+    expect(page.locator("#play-verdict")).to_contain_text("check 1 of 10", timeout=30000)
+    page.wait_for_timeout(600)
+    saved.append(_shot(page, out / f"play-checked-{size}.png"))
+    page.get_by_text("Plan as JSON (paste one in)").click()
+    page.locator("#play-json textarea").fill(json.dumps(task["reference"]["optimal_plan"]))
+    page.locator("#play-load-json").click()
+    expect(page.locator("#play-verdict")).to_contain_text("pasted plan", timeout=30000)
+    page.locator("#play-submit").click()
+    expect(page.locator("#play-verdict")).to_contain_text("Submitted", timeout=30000)
+    page.wait_for_timeout(800)
+    saved.append(_shot(page, out / f"play-submitted-{size}.png"))
+    saved.append(_shot(page, out / f"play-submitted-{size}-full.png", full=True))
+    return saved
+
+
+SCREENS: dict[str, Callable[[Page, str, Path, str], list[Path]]] = {"run": run_screens, "browse": browse_screens,
+                                                                    "play": play_screens}
+PLAYED = "dock-24B-w06x1-busy-0"
 SHOWN, RIVAL = "shown0001", "rival0001"
 
 

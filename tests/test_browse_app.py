@@ -209,5 +209,6 @@ def test_only_the_deliberate_endpoints_are_public(world):
     names = set(api["named_endpoints"])
     browse = {"/browse_rollouts", "/browse_leaderboard", "/browse_record"}
     assert browse <= names
-    assert names - browse <= {"/run", "/rollout", "/stop"}  # the Run tab's, nothing else
+    # The Run tab's and the Play tab's, nothing else.
+    assert names - browse <= {"/run", "/rollout", "/stop", "/play_start", "/play_check", "/play_submit"}
     assert not api["unnamed_endpoints"]

@@ -1,13 +1,17 @@
-"""What the app's tabs share: settings read once from the environment, the store and the running episodes."""
+"""What the app's tabs share: settings read once from the environment, the store, the running episodes (model and
+hand-played) and the tasks dataset loading in the background."""
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agent.hand_play import PlayRegistry
 from agent.runs import RunRegistry
+from agent.task_dataset import TaskDataset, dataset_from_env, serve_tasks_dataset
 from agent.tasks import PUBLIC_SERVER, TaskChoice, embedded_catalog, task_for
 from rollouts.layout import default_rollout_dir
 from rollouts.store import RolloutStore
@@ -29,6 +33,8 @@ class Settings:
     max_episodes_per_session: int
     # A baseline pauses this long before each tool call in the app, so a person watching can follow the story.
     baseline_pace_s: float = 0.5
+    tasks_dataset: str | None = None  # TASKS_DATASET: every dock-v1 task; None serves the bundled eval tasks
+    tasks_cache: Path | None = None  # TASKS_CACHE: where it is cached (None: agent.task_dataset's default)
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -43,6 +49,8 @@ class Settings:
             max_episodes=int(os.environ.get("ARENA_MAX_EPISODES", "16")),
             max_episodes_per_session=int(os.environ.get("ARENA_MAX_EPISODES_PER_SESSION", "2")),
             baseline_pace_s=float(os.environ.get("ARENA_BASELINE_PACE_S", "0.5")),
+            tasks_dataset=dataset_from_env(),
+            tasks_cache=Path(os.environ["TASKS_CACHE"]) if os.environ.get("TASKS_CACHE") else None,
         )
 
     @property
@@ -56,6 +64,8 @@ class AppContext:
     settings: Settings
     store: RolloutStore
     registry: RunRegistry
+    plays: PlayRegistry
+    tasks: TaskDataset | None = None  # loading in the background; agent.task_dataset.tasks_status() says how
     # Tasks listed by remote servers this process has read, so their labels survive a filter change.
     _remote: dict[str, TaskChoice] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -70,7 +80,12 @@ class AppContext:
         threading.Thread(target=store.fill_index, name="index-fill", daemon=True).start()
         registry = RunRegistry(store.save, max_total=settings.max_episodes,
                                max_per_owner=settings.max_episodes_per_session)
-        return cls(settings, store, registry)
+        plays = PlayRegistry(store.save, env_url=settings.env_url)
+        # Registered after the store's own exit hook, so it runs first: open hand-played episodes are saved
+        # (`interrupted`) before the store pushes what waits.
+        atexit.register(plays.close)
+        tasks = serve_tasks_dataset(settings.tasks_dataset or "", background=True, cache_dir=settings.tasks_cache)
+        return cls(settings, store, registry, plays, tasks)
 
     def server_url(self, choice: str, custom: str = "") -> str | None:
         """The server a run plays on: None for the embedded one."""

@@ -8,6 +8,7 @@ from typing import Any
 import gradio as gr
 
 from viewer.context import AppContext
+from viewer.task_picker import TaskPicker
 
 
 @dataclass
@@ -16,10 +17,8 @@ class RunSection:
     # the form
     model: gr.Dropdown
     model_note: gr.Markdown
-    tier: gr.Dropdown
-    quay: gr.Dropdown
-    task: gr.Dropdown
-    random_task: gr.Button
+    picker: TaskPicker  # the task, its filters and Random (viewer/task_picker.py)
+    task: gr.Dropdown  # the picker's task dropdown
     run_button: gr.Button
     stop_button: gr.Button
     episode_info: gr.Markdown
@@ -30,7 +29,6 @@ class RunSection:
     max_tokens: gr.Number
     keys: gr.Accordion
     key_fields: dict[str, gr.Textbox]
-    catalog: gr.State
     # the right-hand side
     status: gr.Markdown
     preview: gr.Column

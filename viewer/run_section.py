@@ -16,9 +16,9 @@ from typing import Any
 
 import gradio as gr
 
-from agent.tasks import CatalogError, TaskChoice, embedded_catalog, filter_choices, random_choice
+from agent.tasks import CatalogError, embedded_catalog
 from agent.tasks import remote_catalog as read_remote_catalog
-from berth_env import TIERS, check, parse_plan
+from berth_env import check, parse_plan
 from berth_env.baselines import published_plan
 from rollouts.schema import valid_episode_id
 from viewer.chart import preview_chart, step_chart
@@ -26,6 +26,7 @@ from viewer.context import SERVER_CHOICES, AppContext
 from viewer.markdown import escape_md
 from viewer.run_components import RunSection
 from viewer.run_stream import FormError, page_frames, replay_frame, start_episode
+from viewer.task_picker import build_task_picker, show_catalog, wire_task_picker
 from viewer.task_view import task_brief
 from viewer.wiring import bind, unchanged
 
@@ -52,28 +53,21 @@ SCROLL_TO_EPISODE = """() => { if (window.innerWidth < 768) {
 # -- building --------------------------------------------------------------------------------------------------
 
 def build_run_section(ctx: AppContext) -> RunSection:
-    choices = embedded_catalog()
-    default = DEFAULT_TASK if any(c.task_id == DEFAULT_TASK for c in choices) else choices[0].task_id
     with gr.Row(equal_height=False, elem_id="run-row"):
         with gr.Column(scale=4, min_width=300, elem_id="run-form"):
-            form = _build_form(ctx, choices, default)
+            form = _build_form(ctx, DEFAULT_TASK)
         with gr.Column(scale=7, min_width=300, elem_id="run-view"):
-            view = _build_view(ctx, default)
+            view = _build_view(ctx, form["task"].value)
     section = RunSection(ctx=ctx, **form, **view)
     _wire(section)
     return section
 
 
-def _build_form(ctx: AppContext, choices: list[TaskChoice], default: str) -> dict[str, Any]:
+def _build_form(ctx: AppContext, default: str) -> dict[str, Any]:
     model = gr.Dropdown(PRESETS, value=DEFAULT_MODEL, allow_custom_value=True, label="Model",
                         info="provider:model[@effort] · baselines need no key", elem_id="model")
     model_note = gr.Markdown(visible=False, elem_id="model-note")
-    task = gr.Dropdown([(c.label, c.task_id) for c in choices], value=default, label="Task",
-                       allow_custom_value=True, elem_id="task", info="type to search by id, tier, quay or event")
-    with gr.Row(elem_id="task-filters", equal_height=True):
-        tier = gr.Dropdown(["all", *TIERS], value="all", label="Tier", min_width=80, elem_id="tier")
-        quay = gr.Dropdown(["all", *_quays(choices)], value="all", label="Quay", min_width=80, elem_id="quay")
-        random_task = gr.Button("🎲 Random", size="sm", min_width=80, elem_id="random-task")
+    picker = build_task_picker(ctx, default=default)
     with gr.Row(elem_id="run-buttons"):
         run_button = gr.Button("▶ Run", variant="primary", min_width=100, elem_id="run")
         stop_button = gr.Button("■ Stop", variant="secondary", interactive=False, min_width=100, elem_id="stop")
@@ -95,11 +89,9 @@ def _build_form(ctx: AppContext, choices: list[TaskChoice], default: str) -> dic
         }
         if ctx.settings.space_id:
             gr.LoginButton("Sign in with Hugging Face to use your own token for hf: models")
-    catalog = gr.State([c.task_id for c in choices])
-    return dict(model=model, model_note=model_note, tier=tier, quay=quay, task=task, random_task=random_task,
-                run_button=run_button, stop_button=stop_button, episode_info=episode_info, server=server,
-                server_url=server_url, server_note=server_note, max_turns=max_turns, max_tokens=max_tokens,
-                keys=keys, key_fields=key_fields, catalog=catalog)
+    return dict(model=model, model_note=model_note, picker=picker, task=picker.task, run_button=run_button,
+                stop_button=stop_button, episode_info=episode_info, server=server, server_url=server_url,
+                server_note=server_note, max_turns=max_turns, max_tokens=max_tokens, keys=keys, key_fields=key_fields)
 
 
 def _build_view(ctx: AppContext, default: str) -> dict[str, Any]:
@@ -124,12 +116,12 @@ def _build_view(ctx: AppContext, default: str) -> dict[str, Any]:
 
 def _wire(s: RunSection) -> None:
     private = {"api_visibility": "private"}
-    picker = [s.tier, s.quay, s.catalog, s.task]
-    gr.on([s.tier.input, s.quay.input], bind(refilter_tasks, s), picker, [s.task], **private)
-    s.random_task.click(bind(pick_random_task, s), picker, [s.task], **private)
-    s.task.input(bind(show_preview, s), [s.task, s.server, s.server_url],
-                 [s.preview, s.preview_text, s.preview_chart, s.live, s.status], **private)
-    server_out = [s.server_url, s.catalog, s.task, s.server_note]
+    preview_in, preview_out = [s.task, s.server, s.server_url], [s.preview, s.preview_text, s.preview_chart, s.live,
+                                                                 s.status]
+    for changed in wire_task_picker(s.picker)[:2]:  # a refilter or Random may pick another task
+        changed.then(bind(show_preview, s), preview_in, preview_out, **private)
+    s.task.input(bind(show_preview, s), preview_in, preview_out, **private)
+    server_out = [s.server_url, s.picker.catalog, s.picker.split, s.task, s.server_note]
     gr.on([s.server.input, s.server_url.submit], bind(change_server, s), [s.server, s.server_url], server_out,
           **private)
     form = [s.model, s.task, s.max_turns, s.max_tokens, s.server, s.server_url, *s.key_fields.values()]
@@ -159,17 +151,6 @@ def show_preview(section: RunSection, task_id: str, server_choice: str, url: str
             section.status: IDLE_STATUS}
 
 
-def refilter_tasks(section: RunSection, tier: str, quay: str, ids: list[str], current: str) -> dict:
-    shown = _filtered(section, tier, quay, ids)
-    value = current if any(c.task_id == current for c in shown) else (shown[0].task_id if shown else None)
-    return {section.task: gr.Dropdown(choices=[(c.label, c.task_id) for c in shown], value=value)}
-
-
-def pick_random_task(section: RunSection, tier: str, quay: str, ids: list[str], current: str) -> dict:
-    choice = random_choice(_filtered(section, tier, quay, ids))
-    return {section.task: gr.Dropdown(value=choice.task_id)} if choice else unchanged(section.task)
-
-
 def change_server(section: RunSection, choice: str, url: str) -> dict:
     """Another berth server: its task list (from its Task API) replaces the picker's."""
     out: dict = {section.server_url: gr.Textbox(visible=choice == "custom")}
@@ -177,16 +158,15 @@ def change_server(section: RunSection, choice: str, url: str) -> dict:
         return {**out, section.server_note: gr.Markdown(visible=False)}
     try:
         target = section.ctx.server_url(choice, url)
-        listed = embedded_catalog() if target is None else read_remote_catalog(target)
+        listed = None if target is None else read_remote_catalog(target)
     except (ValueError, CatalogError) as exc:
         note = f"⚠️ {escape_md(exc)}. Runs on this server will fail until it can be reached."
         return {**out, section.server_note: gr.Markdown(note, visible=True)}
-    section.ctx.remember_tasks(listed)
-    ids = [c.task_id for c in listed]
-    note = gr.Markdown(f"{len(listed)} tasks on {escape_md(target)}", visible=True) if target else \
+    count = len(embedded_catalog() if listed is None else listed)
+    note = gr.Markdown(f"{count} tasks on {escape_md(target)}", visible=True) if target else \
         gr.Markdown(visible=False)
-    return {**out, section.catalog: ids, section.server_note: note,
-            section.task: gr.Dropdown(choices=[(c.label, c.task_id) for c in listed], value=ids[0] if ids else None)}
+    return {**out, section.server_note: note,
+            **show_catalog(section.picker, listed, f"{count} tasks on {target}" if target else None)}
 
 
 def lock_controls(section: RunSection) -> dict:
@@ -271,15 +251,6 @@ async def attach_episode(section: RunSection, episode_id: str, request: gr.Reque
 
 
 # -- helpers -------------------------------------------------------------------------------------------------------
-
-def _quays(choices: list[TaskChoice]) -> list[str]:
-    return sorted({c.quay for c in choices if c.quay})
-
-
-def _filtered(section: RunSection, tier: str, quay: str, ids: list[str]) -> list[TaskChoice]:
-    return filter_choices(section.ctx.choices_for(ids), tier=None if tier == "all" else tier,
-                          quay=None if quay == "all" else quay)
-
 
 def _brief(task: dict | None, task_id: str) -> str:
     if task is None:

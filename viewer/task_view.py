@@ -50,15 +50,17 @@ def disruption_lines(task: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def task_brief(task: Mapping[str, Any] | None, task_id: str = "", *, broken: tuple[int, int] | None = None) -> str:
-    """The task preview's text. `broken`: (violations, ships) of the published plan, when known."""
+def task_brief(task: Mapping[str, Any] | None, task_id: str = "", *, broken: tuple[int, int] | None = None,
+               explain: bool = True) -> str:
+    """The task preview's text. `broken`: (violations, ships) of the published plan, when known. `explain`: with
+    the paragraph on what the model must do (a page that says it another way leaves it out)."""
     if not task:
         return f"**{escape_cell(task_id)}**: this server does not publish the task, so there is no preview."
     reference = task.get("reference") or {}
     head = (f"**{escape_cell(task.get('task_id', task_id))}** · quay {escape_cell(task.get('quay', '?'))}"
             f" ({escape_cell(task.get('terminal', ''))}) · tier **{escape_cell(task.get('difficulty', '?'))}**"
             f" · {len(task.get('ships') or [])} ships · week of {escape_cell(str(task.get('week_start_utc', ''))[:10])}")
-    lines = [head, "", EXPLAINER, "", "**What changed this week**"]
+    lines = [head, *(["", EXPLAINER] if explain else []), "", "**What changed this week**"]
     lines += [f"- {line}" for line in disruption_lines(task)] or ["- nothing: the published plan may already work"]
     costs = []
     if reference.get("optimal_cost") is not None:

@@ -32,7 +32,11 @@ _pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="browse-hub")
 
 
 def _hub():
+    # The submodules used through the package (`hub.utils`, `hub.errors`) are lazy attributes that exist only once
+    # imported; a process that has not imported them elsewhere would fail on the first probe.
     import huggingface_hub
+    import huggingface_hub.errors
+    import huggingface_hub.utils
 
     return huggingface_hub
 
