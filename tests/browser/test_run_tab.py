@@ -83,7 +83,10 @@ def test_a_hasty_baseline_shows_red_ships_turning_valid(arena, chromium_page):
     expect(page.locator("#grade")).to_contain_text("Reward", timeout=60000)
     expect(page.locator("#chat")).to_contain_text("check_plan · ❌")  # its first draft breaks rules
     expect(page.locator("#chat")).to_contain_text("check_plan · ✅")
-    assert red_ships(page, "#chart") == 0  # the last draft is clean
+    expect(page.locator("#chart")).to_contain_text("submitted in turn")  # the last draft is drawn...
+    page.wait_for_function("""() => ![...document.querySelectorAll('#chart .shapelayer path')]
+        .some(p => (p.style.stroke || '').replace(/\\s/g, '') === 'rgb(214,39,40)')""", timeout=10000)
+    assert red_ships(page, "#chart") == 0  # ...and it is clean
     slider = page.locator("#plan-step input[type=range]")
     slider.fill("1")
     slider.dispatch_event("change")
