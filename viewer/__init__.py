@@ -1,1 +1,2 @@
-"""Rendering of records and events, the rollout store (local folder + Hub dataset) and the browse index."""
+"""The screen: pure renderers (events or a record in; chat messages, berth charts, Markdown out) and the Gradio
+sections (Run, Browse, Play) built from them. See ARCHITECTURE.md."""
