@@ -75,6 +75,7 @@ CSS = """
 HEAD = "<style>@media (max-width: 640px) { .gradio-container .main.app {padding-left: 10px; padding-right: 10px} }</style>"
 
 
+
 def build_app(ctx: AppContext | None = None) -> gr.Blocks:
     ctx = ctx or AppContext.create()
     with gr.Blocks(title=TITLE) as demo:

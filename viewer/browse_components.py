@@ -65,6 +65,7 @@ class BrowseSection:
     chat: gr.Chatbot
     grade: gr.Markdown
     usage: gr.Markdown
+    optimal_box: gr.Accordion
     optimal: gr.Plot
     # the leaderboard
     board: gr.Dataframe
@@ -105,7 +106,7 @@ class BrowseSection:
         """Everything `on.render` may change."""
         return [*self.form, self.more, self.more_row, self.filter_note, self.views, self.status, self.table, self.page_ids, self.page_info,
                 self.detail, self.message, self.head, self.share, self.export_json, self.compare_pick, self.chart,
-                self.plan_step, self.steps, self.chat, self.grade, self.usage, self.optimal, self.board,
+                self.plan_step, self.steps, self.chat, self.grade, self.usage, self.optimal_box, self.optimal, self.board,
                 self.board_note, self.board_models, self.heatmap, self.heatmap_cells, self.convergence, self.compare_head,
                 self.compare_chart_a, self.compare_chart_b, self.compare_diff, self.compare_chat_a,
                 self.compare_chat_b, self.state, self.version, self.url, self.title]

@@ -141,6 +141,18 @@ def view_selected(section: BrowseSection, state: BrowseState, evt: gr.SelectData
     return render(section, state, state.with_(view=view))
 
 
+def show_optimum(section: BrowseSection, state: BrowseState) -> dict:
+    """The open rollout's last plan over the task's proven optimum (drawn when its accordion opens)."""
+    try:
+        record, _ = section.records.get(state.rollout)
+    except (RolloutNotFound, SourceError):
+        return unchanged(section.optimal)
+    task = section.ctx.task_for(str(record.get("task_id") or ""), None)
+    plans = plan_steps_of(record)
+    last = plans[-1].get("plan") if plans else None
+    return {section.optimal: optimum_chart(task, last, label=f"{record.get('model')}'s last plan")}
+
+
 def show_draft(section: BrowseSection, state: BrowseState, position: float, steps: list[dict]) -> dict:
     task = _task(section, state.rollout)
     return {section.chart: step_chart(task, steps, int(position or 1) - 1, **DETAIL_CHART)}
@@ -258,8 +270,6 @@ def detail_view(section: BrowseSection, state: BrowseState, base: str | None) ->
     task = section.ctx.task_for(str(record.get("task_id") or ""), None)
     plans = plan_steps_of(record)
     count = len(plans)
-    last = plans[-1].get("plan") if plans else None
-    optimal = optimum_chart(task, last, label=f"{record.get('model')}'s last plan")
     note = "" if task else "This task is not in this Space's task pack, so its plans cannot be drawn."
     others = section.index.same_task(str(record.get("task_id") or ""), exclude=episode_id)
     picks = [(f"B: {r['model']} · {float(r['reward']):.3f} · {r['episode_id']}", str(r["episode_id"]))
@@ -274,7 +284,8 @@ def detail_view(section: BrowseSection, state: BrowseState, base: str | None) ->
             section.plan_step: gr.Slider(minimum=1, maximum=max(count, 2), value=max(count, 1), step=1,
                                          visible=count > 1, label=f"Draft (1-{count})"),
             section.steps: plans, section.chat: record_messages(record, task), section.grade: grade_panel(record, task),
-            section.usage: usage_summary(record), section.optimal: gr.Plot(value=optimal, visible=optimal is not None)}
+            section.usage: usage_summary(record), section.optimal: None,
+            section.optimal_box: gr.Accordion(open=False, visible=bool((task or {}).get("reference")))}
 
 
 def _json_file(section: BrowseSection, record: dict, episode_id: str) -> Any:

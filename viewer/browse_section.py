@@ -182,10 +182,13 @@ def _build_detail() -> dict[str, Any]:
     with gr.Row(equal_height=False):
         grade = gr.Markdown(elem_id="browse-grade")
         usage = gr.Markdown(elem_id="browse-usage")
-    optimal = gr.Plot(visible=False, show_label=False, elem_id="browse-optimal", elem_classes=["berth-chart"])
+    # Drawn when opened: the first view of a shared rollout should not wait for a second chart.
+    with gr.Accordion("Beside the proven optimum", open=False, elem_id="optimal-accordion") as optimal_box:
+        optimal = gr.Plot(show_label=False, elem_id="browse-optimal", elem_classes=["berth-chart"])
     return dict(head=head, back=back, share=share, copy=copy, export_json=export_json, to_compare=to_compare,
                 chart=chart,
-                plan_step=plan_step, steps=gr.State([]), chat=chat, grade=grade, usage=usage, optimal=optimal)
+                plan_step=plan_step, steps=gr.State([]), chat=chat, grade=grade, usage=usage, optimal_box=optimal_box,
+                optimal=optimal)
 
 
 def _build_board() -> dict[str, Any]:
@@ -252,6 +255,7 @@ def _wire(s: BrowseSection) -> None:
     s.compare_pick.input(bind(on.pick_compare, s), [s.state, s.compare_pick], out, **private)
     s.to_compare.click(bind(on.show_compare, s), [s.state], out, **private)
     s.copy.click(None, [s.share], None, js=COPY_JS, **private)
+    s.optimal_box.expand(bind(on.show_optimum, s), [s.state], [s.optimal], **private)
     s.board.select(bind(on.pick_model, s), [s.state, s.board_models], out, **private)
     s.heatmap.select(bind(on.open_cell, s), [s.state, s.heatmap_cells], out, **private)
     s.same_tasks.input(bind(on.same_tasks_changed, s), [s.state, s.same_tasks], [s.board], **private)

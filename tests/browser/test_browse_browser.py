@@ -90,6 +90,8 @@ def test_a_share_link_lands_on_its_rollout(browse, browser_context_factory):
     page.locator("#copy-link").click()
     expect(page.locator("#copy-link")).to_have_text("✓ Copied")
     page.screenshot(path=str(ARTIFACTS / "browse-share-link.png"))
+    page.get_by_text("Beside the proven optimum").click()  # drawn on demand, below the first view
+    expect(page.locator("#browse-optimal")).to_contain_text("proven optimum (cost 87)", timeout=20000)
     page.locator("#back-to-list").click()
     expect(detail).to_be_hidden()
     expect(page).not_to_have_url(re.compile("rollout="))
