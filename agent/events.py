@@ -140,10 +140,7 @@ def validate_event(event: Any) -> None:
     try:
         _EVENT.validate_python(event)
     except pydantic.ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "event"
-        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        raise EventError(f"{where}: {first['msg']}{more}") from None
+        raise EventError(first_problem(exc, "event")) from None
     if "seq" not in event:
         raise EventError(f"{event['type']}.seq: every emitted event carries its sequence number")
 

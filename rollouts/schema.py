@@ -25,8 +25,23 @@ from berth_env import TIERS
 from rollouts.metrics import METRIC_COLUMNS, episode_metrics
 
 __all__ = [
-    "ANNOTATIONS", "COLUMNS", "END_REASONS", "EPISODE_ID", "SCHEMA_VERSION", "TIERS", "Record", "RecordError", "coerce_cell",
-    "index_row", "model_name", "new_episode_id", "record_problem", "started_at", "utc_stamp", "valid_episode_id",
+    "ANNOTATIONS",
+    "COLUMNS",
+    "END_REASONS",
+    "EPISODE_ID",
+    "SCHEMA_VERSION",
+    "TIERS",
+    "Record",
+    "RecordError",
+    "coerce_cell",
+    "first_problem",
+    "index_row",
+    "model_name",
+    "new_episode_id",
+    "record_problem",
+    "started_at",
+    "utc_stamp",
+    "valid_episode_id",
     "validate_record",
 ]
 
@@ -120,6 +135,14 @@ class RecordError(ValueError):
     """A record that does not follow the schema; the message names the field."""
 
 
+def first_problem(exc: pydantic.ValidationError, what: str) -> str:
+    """A validation error as one line naming the field: `final.submitted: Input should be ... (and 2 more)`."""
+    first = exc.errors()[0]
+    where = ".".join(str(part) for part in first["loc"]) or what
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return f"{where}: {first['msg']}{more}"
+
+
 def record_problem(record: Any) -> str | None:
     """What is wrong with a record, naming the field (`final.submitted: Input should be ...`); None when it is sound."""
     if not isinstance(record, dict):
@@ -127,10 +150,7 @@ def record_problem(record: Any) -> str | None:
     try:
         _RECORD.validate_python(record)
     except pydantic.ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "record"
-        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        return f"{where}: {first['msg']}{more}"
+        return first_problem(exc, "record")
     if not valid_episode_id(record["episode_id"]):
         return f"episode_id: must be 1-64 letters, digits, '-' or '_', got {record['episode_id'][:80]!r}"
     try:
