@@ -21,6 +21,8 @@ from typing import Annotated, Any, Literal, NotRequired
 import pydantic
 from typing_extensions import TypedDict
 
+from rollouts.schema import first_problem
+
 NoteKind = Literal["nudge", "cutoff", "last_turn", "retry", "provider_switch", "stopped", "wall_clock"]
 NOTE_KINDS: tuple[str, ...] = NoteKind.__args__  # type: ignore[attr-defined]
 
