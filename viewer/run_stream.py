@@ -93,7 +93,8 @@ def start_episode(ctx: AppContext, model: str, task_id: str, turns: Any, tokens:
         server_url = ctx.server_url(server_choice if isinstance(server_choice, str) else "",
                                     url if isinstance(url, str) else "")
     except ValueError as exc:  # netguard.ServerRefused: a fixed text, never the server's own words
-        raise FormError("server", str(exc)) from None
+        text = str(exc).rstrip(".")
+        raise FormError("server", f"{text[:1].upper()}{text[1:]}.") from None
     task = ctx.task_for(task_id, server_url)
     if task is None:
         raise FormError("task", f"Task {excerpt(task_id)} is not one this server offers.")
