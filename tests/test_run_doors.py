@@ -154,3 +154,23 @@ def test_the_private_run_handler_called_by_index_enforces_the_same_limits(arena,
                                           *keys], "raw-door-3")
     assert "must be 1-128 letters" in answer
     assert listener.accepted == 0 and len(arena.ctx.store.rows()) == before
+
+
+def test_a_server_that_cannot_be_reached_leaves_no_rollout(tmp_path):
+    from agent.netguard import ServerPolicy
+    from agent.runs import RunRegistry
+    from rollouts.store import RolloutStore
+    from testkit.servers import free_port
+    from viewer.context import saved_if_played
+
+    store = RolloutStore(tmp_path / "rollouts")
+    try:
+        registry = RunRegistry(saved_if_played(store.save))
+        run = registry.start("baseline:greedy", TASK_ID, owner="visitor", env_url=f"http://localhost:{free_port()}",
+                             server_policy=ServerPolicy.build([], "localhost"))  # allowed, but nothing listens
+        wait_for(lambda: run.finished, timeout=60)
+        assert [e["type"] for e in run.events] == ["error", "episode_finished"]
+        assert "no rollout was kept" in run.save_error
+        assert store.rows() == [] and not list(store.root.rglob("*.json"))
+    finally:
+        store.close()
