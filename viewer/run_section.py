@@ -76,7 +76,10 @@ def _build_form(ctx: AppContext, default: str) -> dict[str, Any]:
         stop_button = gr.Button("■ Stop", variant="secondary", interactive=False, min_width=100, elem_id="stop")
     episode_info = gr.Markdown(elem_id="episode-info")
     with gr.Accordion("Server and limits", open=False, elem_id="settings"):
-        server = gr.Radio(SERVER_CHOICES, value="embedded", label="Berth server", elem_id="server")
+        # With visitors' servers off (CUSTOM_SERVERS=0) and none allowed, the choice would only ever be refused.
+        open_to_urls = ctx.settings.custom_servers_on or bool(ctx.settings.allowed_servers.strip())
+        choices = [c for c in SERVER_CHOICES if open_to_urls or c[1] != "custom"]
+        server = gr.Radio(choices, value="embedded", label="Berth server", elem_id="server")
         server_url = gr.Textbox(label="Server URL", placeholder="https://…", visible=False, elem_id="server-url")
         server_note = gr.Markdown(visible=False, elem_id="server-note")
         with gr.Row():
