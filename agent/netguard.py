@@ -22,11 +22,12 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import fnmatch
+import functools
 import ipaddress
 import socket
 import ssl
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -91,7 +92,6 @@ class ServerPolicy:
     allowed: tuple[str, ...] = ()  # ALLOWED_SERVERS: fnmatch patterns on `host` or `host:port`
     custom: bool = True  # CUSTOM_SERVERS: any other server with public addresses
     timeout_s: float = 10.0  # for resolving a host
-    _ssl: ssl.SSLContext | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def build(cls, trusted_urls: Iterable[str | None], allowed: str | Iterable[str] = (), *,
@@ -198,24 +198,32 @@ def http_client(policy: ServerPolicy, *, timeout_s: float, verify: ssl.SSLContex
                 **options: Any) -> httpx.Client:
     """An httpx client that follows no redirect and dials only addresses `policy` allows (no proxy from the
     environment either: a proxy would dial for us)."""
-    transport = httpx.HTTPTransport(verify=verify)
+    context = _context(verify)
+    transport = httpx.HTTPTransport(verify=context)
     # httpx builds its pool without a way to pass a network backend; this one replaces it before first use.
-    transport._pool = httpcore.ConnectionPool(ssl_context=_context(verify),
-                                              network_backend=_GuardedSyncBackend(policy))
+    transport._pool = httpcore.ConnectionPool(ssl_context=context, network_backend=_GuardedSyncBackend(policy))
     return httpx.Client(transport=transport, timeout=timeout_s, follow_redirects=False, **options)
 
 
 def async_http_client(policy: ServerPolicy, *, verify: ssl.SSLContext | bool = True,
                       **options: Any) -> httpx.AsyncClient:
     """`http_client` for asyncio."""
-    transport = httpx.AsyncHTTPTransport(verify=verify)
-    transport._pool = httpcore.AsyncConnectionPool(ssl_context=_context(verify),
-                                                   network_backend=_GuardedAsyncBackend(policy))
+    context = _context(verify)
+    transport = httpx.AsyncHTTPTransport(verify=context)
+    transport._pool = httpcore.AsyncConnectionPool(ssl_context=context, network_backend=_GuardedAsyncBackend(policy))
     return httpx.AsyncClient(transport=transport, follow_redirects=False, **options)
 
 
 def _context(verify: ssl.SSLContext | bool) -> ssl.SSLContext:
-    return verify if isinstance(verify, ssl.SSLContext) else httpx.create_ssl_context(verify=verify)
+    if isinstance(verify, ssl.SSLContext):
+        return verify
+    return _default_context() if verify else httpx.create_ssl_context(verify=False)
+
+
+@functools.cache
+def _default_context() -> ssl.SSLContext:
+    """Loading the CA bundle costs about 30 ms of CPU: once per process, not per client."""
+    return httpx.create_ssl_context()
 
 
 # -- WebSocket: openenv opens its socket with `websockets`; a guarded session hands it one already dialled ---------
@@ -228,15 +236,15 @@ async def open_socket(policy: ServerPolicy, host: str, port: int, timeout_s: flo
     """A TCP socket connected to an address of `host` that `policy` allows."""
     loop = asyncio.get_running_loop()
     for address in await policy.addresses_async(host, port):
-        infos = await loop.getaddrinfo(address, port, type=socket.SOCK_STREAM)
-        family, kind, proto, _, target = infos[0]
-        sock = socket.socket(family, kind, proto)
-        sock.setblocking(False)
-        try:
-            await asyncio.wait_for(loop.sock_connect(sock, target), timeout_s)
-            return sock
-        except (OSError, TimeoutError):
-            sock.close()
+        # A checked address is an IP literal (no lookup here); a trusted host may have several.
+        for family, kind, proto, _, target in await loop.getaddrinfo(address, port, type=socket.SOCK_STREAM):
+            sock = socket.socket(family, kind, proto)
+            sock.setblocking(False)
+            try:
+                await asyncio.wait_for(loop.sock_connect(sock, target), timeout_s)
+                return sock
+            except (OSError, TimeoutError):
+                sock.close()
     raise ConnectionError(UNREACHABLE)
 
 
