@@ -24,6 +24,7 @@ from agent.providers.base import NOTES_CHARS, ModelAPI, ModelTurn, ToolCall, scr
 from agent.providers.registry import check_endpoint, make_provider, parse_spec, resolve_key
 from agent.record import new_record, parse_json, plan_value, task_summary
 from agent.session import EnvSession, http_url
+from agent.task_api import valid_task_id
 from agent.tasks import task_for
 from rollouts.schema import new_episode_id, valid_episode_id
 
@@ -123,7 +124,9 @@ def _set_up(episode: _Episode, env_url: str | None, keys: dict[str, str] | None,
     record = episode.record
     episode_id, task_id = record["episode_id"], record["task_id"]
     if not valid_episode_id(episode_id):
-        raise ValueError(f"episode id {episode_id!r} must be 1-64 letters, digits, '-' or '_'")
+        raise ValueError(f"episode id {str(episode_id)[:80]!r} must be 1-64 letters, digits, '-' or '_'")
+    if not valid_task_id(task_id):
+        raise ValueError(f"task id {str(task_id)[:80]!r} must be 1-128 letters, digits, '.', '-' or '_'")
     spec = parse_spec(record["model"])
     key = resolve_key(spec, keys)
     if key and key not in episode.secrets:
