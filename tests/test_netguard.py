@@ -193,3 +193,27 @@ def test_userinfo_never_reaches_the_record(env_url):
     record = events[-1]["record"]
     assert record["end_reason"] == "submitted" and record["env_url"] == env_url
     assert "hunter2" not in repr(events)
+
+
+@pytest.mark.parametrize("space_id, flag, custom", [(None, None, True), ("org/arena", None, False),
+                                                    ("org/arena", "1", True), (None, "0", False)])
+def test_visitors_servers_are_off_on_a_public_space_unless_the_operator_turns_them_on(monkeypatch, resolve_as,
+                                                                                     space_id, flag, custom):
+    from viewer.context import Settings
+
+    for name, value in {"SPACE_ID": space_id, "CUSTOM_SERVERS": flag, "ALLOWED_SERVERS": "berths.partner.example",
+                        "BERTH_ENV_URL": "http://127.0.0.1:8123"}.items():
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+    resolve_as["somewhere.example"] = PUBLIC_IP
+    policy = Settings.from_env().server_policy()
+    assert policy.admit("http://127.0.0.1:8123") == "http://127.0.0.1:8123"  # the Space's own server
+    assert policy.admit("https://berths.partner.example") == "https://berths.partner.example"
+    assert policy.admit("https://fineenvs-portsimenv.hf.space")
+    if custom:
+        assert policy.admit("http://somewhere.example") == "http://somewhere.example"
+    else:
+        with pytest.raises(ServerRefused, match=NOT_ALLOWED):
+            policy.admit("http://somewhere.example")
