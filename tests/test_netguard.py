@@ -217,3 +217,25 @@ def test_visitors_servers_are_off_on_a_public_space_unless_the_operator_turns_th
     else:
         with pytest.raises(ServerRefused, match=NOT_ALLOWED):
             policy.admit("http://somewhere.example")
+
+
+def test_a_guarded_sessions_websocket_is_dialled_by_the_guard(env_url, monkeypatch):
+    """openenv opens its WebSocket itself: the guard must still be the one dialling it (agent.session wraps
+    openenv's connect; if openenv stopped using it, this would fail)."""
+    import agent.netguard as netguard
+
+    dialled = []
+    real = netguard.open_socket
+
+    async def spy(policy, host, port, timeout_s):
+        dialled.append((host, port))
+        return await real(policy, host, port, timeout_s)
+
+    monkeypatch.setattr(netguard, "open_socket", spy)
+    session = EnvSession(env_url, policy=ServerPolicy.build([env_url]))
+    try:
+        assert "instructions" in session.reset(TASK_ID, "ep-guard-3")
+    finally:
+        session.close()
+    host, port = env_url.removeprefix("http://").split(":")
+    assert dialled == [(host, int(port))]
