@@ -152,9 +152,11 @@ def show_preview(section: RunSection, task_id: str, server_choice: str, url: str
     except ValueError:
         server_url = None
     task_id = task_id.strip() if isinstance(task_id, str) else ""
-    task = section.ctx.task_for(task_id, server_url) if valid_task_id(task_id) else None
+    if not valid_task_id(task_id):  # a raw call may send anything: it is neither looked up nor echoed
+        task_id = "?"
+    task = section.ctx.task_for(task_id, server_url) if task_id != "?" else None
     return {section.preview: gr.Column(visible=True), section.live: gr.Column(visible=False),
-            section.preview_text: _brief(task, task_id if valid_task_id(task_id) else "?"), section.preview_chart: preview_chart(task) if task else None,
+            section.preview_text: _brief(task, task_id), section.preview_chart: preview_chart(task) if task else None,
             section.status: IDLE_STATUS}
 
 
