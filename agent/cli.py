@@ -62,6 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command in ("tasks", "regrade") or (args.command == "run" and args.env_url is None):
@@ -75,6 +78,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for spec in args.model:
             parse_spec(spec)
+        if not RUN_NAME.fullmatch(args.run):
+            # The name goes into every record and the public board: a bounded, plain alphabet.
+            raise ValueError(f"run name {args.run[:40]!r} must be 1-64 letters, digits, '.', '-' or '_', starting "
+                             "with a letter or digit")
         if re.fullmatch(r"\d{4}-\d{2}-\d{2}([T ].*)?", args.run):
             # Arrow reads a date-like string column as a timestamp, so such a run name would not round-trip
             # through datasets.load_dataset.

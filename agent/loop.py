@@ -18,11 +18,13 @@ from typing import Any
 
 from agent import events as ev
 from agent.interrupt import Interrupt, Interrupted
+from agent.netguard import ServerPolicy
 from agent.notes import CUTOFF_NOTES, CUTOFF_NUDGE, LAST_TURN, NUDGE, OPENING
 from agent.providers.base import NOTES_CHARS, ModelAPI, ModelTurn, ToolCall, scrub
 from agent.providers.registry import check_endpoint, make_provider, parse_spec, resolve_key
 from agent.record import new_record, parse_json, plan_value, task_summary
-from agent.session import EnvSession
+from agent.session import EnvSession, http_url
+from agent.task_api import valid_task_id
 from agent.tasks import task_for
 from rollouts.schema import new_episode_id, valid_episode_id
 
@@ -70,22 +72,24 @@ def stream_episode(model: str, task_id: str, *, env_url: str | None = None,
                    wall_clock_s: float = DEFAULT_WALL_CLOCK_S, keys: dict[str, str] | None = None,
                    stop: threading.Event | None = None, episode_id: str | None = None, run: str | None = None,
                    source: str = "cli", retry_base_s: float | None = None,
-                   baseline_pace_s: float = 0.0) -> Iterator[ev.Event]:
+                   baseline_pace_s: float = 0.0, server_policy: ServerPolicy | None = None) -> Iterator[ev.Event]:
     """Play one episode of `model` on `task_id` and yield its events; the last one carries the record.
 
     `env_url` None plays on the embedded server. `keys` maps a provider (`anthropic`, `openai`, `hf`, `vllm`) to a
     key for this run only; it never reaches the record. Setting `stop` ends the episode as `stopped`.
     `baseline_pace_s` slows a baseline player to a readable pace (seconds per step) for people watching live.
+    `server_policy` checks every connection to `env_url` when a visitor chose it (agent/netguard.py).
     """
     started_wall, started = time.time(), time.monotonic()
     limits = {"max_turns": max_turns, "max_tokens": max_tokens, "wall_clock_s": wall_clock_s}
     record = new_record(episode_id=episode_id or new_episode_id(), model=model, task_id=task_id,
-                        env_url=env_url or "embedded", limits=limits, started=started_wall, run=run, source=source)
+                        env_url=_public_url(env_url), limits=limits, started=started_wall, run=run, source=source)
     record["task"] = task_summary(task_id, {}, task_for(task_id))
     episode = _Episode(record, _Emitter(started), Interrupt(stop, wall_clock_s),
                        [v for v in (keys or {}).values() if v], max_turns)
     try:
-        provider = yield from _set_up(episode, env_url, keys, retry_base_s=retry_base_s, pace_s=baseline_pace_s)
+        provider = yield from _set_up(episode, env_url, keys, retry_base_s=retry_base_s, pace_s=baseline_pace_s,
+                                      policy=server_policy)
         yield from _play_turns(episode, provider)
     except Interrupted as stopped:
         record["end_reason"] = stopped.reason
@@ -104,19 +108,31 @@ def stream_episode(model: str, task_id: str, *, env_url: str | None = None,
     yield episode.emit(ev.episode_finished(_finish_record(episode, started)))
 
 
+def _public_url(env_url: str | None) -> str:
+    """The server as the public record names it: without userinfo, which would be a credential."""
+    if not env_url:
+        return "embedded"
+    try:
+        return http_url(env_url)
+    except ValueError:  # the session will fail on it and say so; the record keeps no part of it
+        return "invalid URL"
+
+
 def _set_up(episode: _Episode, env_url: str | None, keys: dict[str, str] | None, *, retry_base_s: float | None,
-            pace_s: float) -> Generator[ev.Event, None, ModelAPI]:
+            pace_s: float, policy: ServerPolicy | None = None) -> Generator[ev.Event, None, ModelAPI]:
     """Check the spec and its key, reset the server, open the chat; returns the provider that plays it."""
     record = episode.record
     episode_id, task_id = record["episode_id"], record["task_id"]
     if not valid_episode_id(episode_id):
-        raise ValueError(f"episode id {episode_id!r} must be 1-64 letters, digits, '-' or '_'")
+        raise ValueError(f"episode id {str(episode_id)[:80]!r} must be 1-64 letters, digits, '-' or '_'")
+    if not valid_task_id(task_id):
+        raise ValueError(f"task id {str(task_id)[:80]!r} must be 1-128 letters, digits, '.', '-' or '_'")
     spec = parse_spec(record["model"])
     key = resolve_key(spec, keys)
     if key and key not in episode.secrets:
         episode.secrets.append(key)
     check_endpoint(spec)
-    episode.session = EnvSession(env_url or _embedded_url())
+    episode.session = EnvSession(env_url, policy=policy) if env_url else EnvSession(_embedded_url())
     metadata = episode.session.reset(task_id, episode_id)
     tools = episode.session.tools()
     record["task"] = task_summary(task_id, metadata, task_for(task_id))

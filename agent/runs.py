@@ -1,11 +1,14 @@
 """Episodes that outlive the page: each runs in a background worker keyed by its episode id.
 
 A page subscribes to an episode's events; closing or reloading the tab only ends the subscription. Anyone holding the
-id can re-attach, watch it live from the start, or stop it. Finished rollouts go to the store's save function.
+id can re-attach and watch it live from the start; only its starter (owner or stop token) can stop it. Finished rollouts go to the store's save function.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import secrets
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -89,10 +92,16 @@ class RunRegistry:
         with self._lock:
             return self._runs.get(episode_id)
 
-    def stop(self, episode_id: str, *, owner: str | None = None) -> bool:
-        """Stop a running episode; with `owner`, only if that owner started it. False when nothing was stopped."""
+    def stop(self, episode_id: str, *, owner: str | None = None, token: str | None = None) -> bool:
+        """Stop a running episode for the owner that started it, or for whoever holds its stop token
+        (`stop_token`): the episode id alone is a watch link, never a right to stop. False when nothing was stopped.
+        """
         run = self.get(episode_id)
-        if run is None or run.finished or (owner is not None and run.owner != owner):
+        if run is None or run.finished:
+            return False
+        by_owner = owner is not None and run.owner == owner
+        by_token = isinstance(token, str) and hmac.compare_digest(stop_token(episode_id).encode(), token.encode())
+        if not (by_owner or by_token):
             return False
         run.stop_event.set()
         return True
@@ -124,3 +133,12 @@ class RunRegistry:
         finished = [eid for eid, r in self._runs.items() if r.finished]
         for episode_id in finished[: max(0, len(finished) - KEEP_FINISHED)]:
             del self._runs[episode_id]
+
+
+# Stop tokens are derived, not stored: a key per process signs the episode id (episodes do not outlive the process).
+_STOP_KEY = secrets.token_bytes(32)
+
+
+def stop_token(episode_id: str) -> str:
+    """The token that stops `episode_id`: given only to whoever started it (the page's state, the `/run` caller)."""
+    return hmac.new(_STOP_KEY, episode_id.encode(), hashlib.sha256).hexdigest()[:32]

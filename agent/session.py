@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import ssl
 import threading
 from contextlib import suppress
@@ -15,9 +16,21 @@ from typing import Any
 
 import certifi
 import httpx
+from openenv.core import env_client as openenv_client
 from openenv.core.env_server.mcp_types import CallToolAction
 from openenv.core.mcp_client import MCPToolClient
 
+from agent.netguard import (
+    CURRENT_POLICY,
+    UNREACHABLE,
+    ServerPolicy,
+    async_http_client,
+    clean_url,
+    guard_websockets,
+    origin,
+)
+
+log = logging.getLogger(__name__)
 # A check of a 59-ship plan takes milliseconds; the generous timeout is for a public server under load.
 MESSAGE_TIMEOUT_S = 120.0
 CONNECT_TIMEOUT_S = 15.0
@@ -34,17 +47,34 @@ def _tls_context() -> ssl.SSLContext:
     return ssl.create_default_context(cafile=certifi.where())
 
 
+# openenv dials its WebSocket with `websockets`; a session under a policy gets a socket the guard dialled.
+guard_websockets(openenv_client)
+
+
 class _ToolClient(MCPToolClient):
-    """openenv's MCPToolClient, with its HTTP session client built on the shared TLS context.
+    """openenv's MCPToolClient, with its HTTP session client built on the shared TLS context, and, under a server
+    policy (agent/netguard.py), every connection it opens checked by that policy.
 
     Every episode opens a session, and with sixteen episodes in flight the per-client CA-bundle load was the largest
     part of starting one (bench/loop_bench.py).
     """
 
+    policy: ServerPolicy | None = None
+
     async def _get_http_client(self) -> httpx.AsyncClient:
         if self._http_client is None:
-            self._http_client = httpx.AsyncClient(headers=self._headers, verify=_tls_context())
+            if self.policy is None:
+                self._http_client = httpx.AsyncClient(headers=self._headers, verify=_tls_context())
+            else:
+                self._http_client = async_http_client(self.policy, headers=self._headers, verify=_tls_context())
         return self._http_client
+
+    async def _connect_async(self) -> Any:
+        token = CURRENT_POLICY.set(self.policy)
+        try:
+            return await super()._connect_async()
+        finally:
+            CURRENT_POLICY.reset(token)
 
 
 class EnvError(RuntimeError):
@@ -63,8 +93,9 @@ class ToolOutcome:
 
 
 def http_url(url: str) -> str:
-    """Accept `ws://` / `wss://` and trailing slashes; the client wants the server's base URL."""
-    url = url.strip().rstrip("/")
+    """Accept `ws://` / `wss://` and trailing slashes; the client wants the server's base URL. Userinfo is dropped:
+    a `user:pass@` would be sent as Basic auth and stored in the record."""
+    url = clean_url(url)
     for scheme, http in (("ws://", "http://"), ("wss://", "https://")):
         if url.startswith(scheme):
             return http + url[len(scheme):]
@@ -74,17 +105,24 @@ def http_url(url: str) -> str:
 class EnvSession:
     """A berth-planning episode's connection to the server (one episode per session)."""
 
-    def __init__(self, url: str, *, message_timeout_s: float = MESSAGE_TIMEOUT_S):
+    def __init__(self, url: str, *, message_timeout_s: float = MESSAGE_TIMEOUT_S, policy: ServerPolicy | None = None):
+        """`policy` (agent/netguard.py) checks every connection when a visitor chose the server; errors from a
+        server it does not trust then say only that the server could not be reached."""
         self.url = http_url(url)
-        self._client = _ToolClient(self.url, connect_timeout_s=CONNECT_TIMEOUT_S,
-                                   message_timeout_s=message_timeout_s).sync()
+        client = _ToolClient(self.url, connect_timeout_s=CONNECT_TIMEOUT_S, message_timeout_s=message_timeout_s)
+        client.policy = policy
+        self._client = client.sync()
         self._tools: list[dict] | None = None
+        self._quiet = policy is not None and not policy.trusts(*origin(self.url))
 
     def reset(self, task_id: str, episode_id: str) -> dict:
         """Start the episode on `task_id`; returns the reset metadata (instructions, situation, limits...)."""
         try:
             result = self._client.reset(task_id=task_id, episode_id=episode_id)
         except Exception as exc:
+            if self._quiet:  # a status or a reason from a visitor's server would map the network behind it
+                log.info("reset on %s failed: %s", self.url, _reason(exc))
+                raise EnvError(f"{UNREACHABLE} {self.url}") from None
             raise EnvError(f"could not start an episode on {self.url}: {_reason(exc)}") from exc
         metadata = dict(result.observation.metadata or {})
         if "instructions" not in metadata or "situation" not in metadata:

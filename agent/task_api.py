@@ -3,7 +3,9 @@
 A server lists tasks as public views (no reference plans): `GET /berth_planning/splits`,
 `POST /berth_planning/tasks {"split"}` and `GET /api/tasks/<task_id>` (PORTSIM_SPEC §6.8). Every failure, from a
 refused connection to an answer that is not a task list, is a `TaskAPIError` that names the server and what was
-asked; a task id goes into a URL only after `valid_task_id` says it is safe.
+asked; a task id goes into a URL only after `valid_task_id` says it is safe. Under a server policy
+(agent/netguard.py, for a server a visitor chose) every connection is checked, no redirect is followed, and an error
+says only "this server is not allowed" or "could not reach the server".
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any, Self
 
 import httpx
 
+from agent.netguard import NOT_ALLOWED, UNREACHABLE, ServerPolicy, ServerRefused, http_client, origin
 from agent.session import http_url
 
 # Task ids name a path segment, so only a safe alphabet gets in (checked with fullmatch: `$` would let a trailing
@@ -33,9 +36,10 @@ def valid_task_id(task_id: Any) -> bool:
 class TaskAPI:
     """One server's Task API over one HTTP connection pool; use it as a context manager."""
 
-    def __init__(self, url: str, *, timeout_s: float = TIMEOUT_S):
+    def __init__(self, url: str, *, timeout_s: float = TIMEOUT_S, policy: ServerPolicy | None = None):
         self.base = http_url(url)
-        self._http = httpx.Client(timeout=timeout_s)
+        self._quiet = policy is not None and not policy.trusts(*origin(self.base))
+        self._http = httpx.Client(timeout=timeout_s) if policy is None else http_client(policy, timeout_s=timeout_s)
 
     def __enter__(self) -> Self:
         return self
@@ -71,7 +75,7 @@ class TaskAPI:
         what = f"task {task_id!r}"
         answer = self._json(what, "GET", f"/api/tasks/{task_id}", missing_ok=True)
         if answer is not None and not isinstance(answer, dict):
-            raise TaskAPIError(f"{self.base} answered {what} with something other than a task")
+            raise self._error(what, ValueError("something other than a task"))
         return answer
 
     def _json(self, what: str, method: str, path: str, *, missing_ok: bool = False, **options: Any) -> Any:
@@ -81,8 +85,12 @@ class TaskAPI:
                 return None
             response.raise_for_status()
             return response.json()
+        except ServerRefused as exc:
+            raise TaskAPIError(str(exc) if str(exc) == NOT_ALLOWED else UNREACHABLE) from None
         except (httpx.HTTPError, ValueError) as exc:  # ValueError: a body that is not JSON
             raise self._error(what, exc) from exc
 
     def _error(self, what: str, exc: Exception) -> TaskAPIError:
+        if self._quiet:  # the status or body of a visitor's server would map the network behind it
+            return TaskAPIError(UNREACHABLE)
         return TaskAPIError(f"could not read {what} from {self.base}: {type(exc).__name__}: {exc}")

@@ -13,11 +13,13 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from agent.netguard import ServerPolicy
 from agent.task_api import TIMEOUT_S, TaskAPI, TaskAPIError, valid_task_id
 from berth_env import TIERS, Pack, load_pack
 
 PUBLIC_SERVER = "https://fineenvs-portsimenv.hf.space"
 REMOTE_TASKS_KEPT = 256
+MAX_SPLITS, MAX_REMOTE_TASKS = 20, 5000  # dock-v1 has 4 splits and 1,100 tasks
 # Ship-count bands for the picker's filter (dock-v1 tasks have 14 to 59 ships): label -> (fewest, most).
 SHIP_BANDS = {"≤ 20": (0, 20), "21–30": (21, 30), "31–40": (31, 40), "41+": (41, 10_000)}
 
@@ -71,11 +73,14 @@ def embedded_catalog() -> list[TaskChoice]:
     return list(choices)
 
 
-def remote_catalog(url: str, *, timeout_s: float = TIMEOUT_S) -> list[TaskChoice]:
-    """Every task of every split a server's Task API lists (public views: no references)."""
+def remote_catalog(url: str, *, timeout_s: float = TIMEOUT_S, policy: ServerPolicy | None = None) -> list[TaskChoice]:
+    """Every task of every split a server's Task API lists (public views: no references); `policy` guards a server
+    a visitor chose (agent/netguard.py)."""
     try:
-        with TaskAPI(url, timeout_s=timeout_s) as api:
-            choices = [choice_of(task) for split in api.splits() for task in api.tasks(split)]
+        with TaskAPI(url, timeout_s=timeout_s, policy=policy) as api:
+            # A server may be anyone's: only well-formed task ids, and a bounded number of them.
+            choices = [choice_of(task) for split in api.splits()[:MAX_SPLITS] for task in api.tasks(split)
+                       if valid_task_id(task.get("task_id"))][:MAX_REMOTE_TASKS]
             base = api.base
     except TaskAPIError as exc:
         raise CatalogError(str(exc)) from exc
@@ -88,7 +93,7 @@ _REMOTE_TASKS: OrderedDict[tuple[str, str], dict] = OrderedDict()
 _REMOTE_LOCK = threading.Lock()
 
 
-def task_for(task_id: str, server_url: str | None = None) -> dict | None:
+def task_for(task_id: str, server_url: str | None = None, policy: ServerPolicy | None = None) -> dict | None:
     """The full task for an id: the embedded pack's (reference plans included), else the public task the server at
     `server_url` shows; None when neither has it or the server can't be reached.
 
@@ -106,9 +111,9 @@ def task_for(task_id: str, server_url: str | None = None) -> dict | None:
             _REMOTE_TASKS.move_to_end(key)
             return _REMOTE_TASKS[key]
     try:
-        with TaskAPI(server_url) as api:
+        with TaskAPI(server_url, policy=policy) as api:
             task = api.task(task_id)
-    except TaskAPIError:
+    except (TaskAPIError, ValueError):  # ValueError: a URL the policy refused
         return None
     if task is not None:
         with _REMOTE_LOCK:

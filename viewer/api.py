@@ -42,8 +42,12 @@ def rollout(ctx: AppContext, episode_id: str) -> dict:
     raise gr.Error(f"no rollout {episode_id}")
 
 
-def stop(ctx: AppContext, episode_id: str, request: gr.Request = None) -> bool:
-    """Stop a running episode this client started; it ends as `stopped` and its rollout is kept. False when it
-    was not running here, or another client started it."""
-    owner = getattr(request, "session_hash", None) or "api"
-    return ctx.registry.stop((episode_id or "").strip(), owner=owner)
+def stop(ctx: AppContext, episode_id: str, stop_token: str = "", request: gr.Request = None) -> bool:
+    """Stop a running episode: `stop_token` is the one `/run` gave its caller (the client that started it may also
+    leave it out). It ends as `stopped` and its rollout is kept. False when it was not running here, or neither
+    the token nor the client is the one that started it: knowing the episode id only lets one watch."""
+    episode_id = episode_id.strip() if isinstance(episode_id, str) else ""
+    if not valid_episode_id(episode_id):
+        return False
+    owner = getattr(request, "session_hash", None)
+    return ctx.registry.stop(episode_id, owner=owner, token=stop_token if isinstance(stop_token, str) else None)

@@ -6,16 +6,20 @@ from __future__ import annotations
 import atexit
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from agent.hand_play import PlayRegistry
+from agent.netguard import ServerPolicy
 from agent.runs import RunRegistry
 from agent.task_dataset import TaskDataset, dataset_from_env, serve_tasks_dataset
 from agent.tasks import PUBLIC_SERVER, TaskChoice, embedded_catalog, task_for
 from rollouts.layout import default_rollout_dir
 from rollouts.store import RolloutStore
 
+REMOTE_CHOICES_KEPT = 20_000
 SERVER_CHOICES = [("Embedded (this Space, offline)", "embedded"),
                   ("Public PortSimEnv (fineenvs-portsimenv.hf.space)", "public"),
                   ("Custom URL", "custom")]
@@ -35,6 +39,8 @@ class Settings:
     baseline_pace_s: float = 0.5
     tasks_dataset: str | None = None  # TASKS_DATASET: every dock-v1 task; None serves the bundled eval tasks
     tasks_cache: Path | None = None  # TASKS_CACHE: where it is cached (None: agent.task_dataset's default)
+    allowed_servers: str = ""  # ALLOWED_SERVERS: more trusted servers, comma-separated host patterns (fnmatch)
+    custom_servers: bool | None = None  # CUSTOM_SERVERS=0/1: visitors' own servers; None: on unless on a Space
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -51,7 +57,18 @@ class Settings:
             baseline_pace_s=float(os.environ.get("ARENA_BASELINE_PACE_S", "0.5")),
             tasks_dataset=dataset_from_env(),
             tasks_cache=Path(os.environ["TASKS_CACHE"]) if os.environ.get("TASKS_CACHE") else None,
+            allowed_servers=os.environ.get("ALLOWED_SERVERS", ""),
+            custom_servers=_flag(os.environ.get("CUSTOM_SERVERS")),
         )
+
+    @property
+    def custom_servers_on(self) -> bool:
+        """Whether a visitor may name a server of their own (on by default only off a public Space)."""
+        return self.custom_servers if self.custom_servers is not None else not self.space_id
+
+    def server_policy(self) -> ServerPolicy:
+        """The guard for servers a visitor names (agent/netguard.py): this Space's own servers are trusted."""
+        return ServerPolicy.build([self.env_url, PUBLIC_SERVER], self.allowed_servers, custom=self.custom_servers_on)
 
     @property
     def public_url(self) -> str | None:
@@ -66,6 +83,7 @@ class AppContext:
     registry: RunRegistry
     plays: PlayRegistry
     tasks: TaskDataset | None = None  # loading in the background; agent.task_dataset.tasks_status() says how
+    policy: ServerPolicy = field(default_factory=ServerPolicy)  # where runs and task lookups may connect
     # Tasks listed by remote servers this process has read, so their labels survive a filter change.
     _remote: dict[str, TaskChoice] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -78,24 +96,22 @@ class AppContext:
                              token=settings.hub_token if pushing else None)
         # Index rows from an older version get their newer columns from the records, without holding up the start.
         threading.Thread(target=store.fill_index, name="index-fill", daemon=True).start()
-        registry = RunRegistry(store.save, max_total=settings.max_episodes,
+        registry = RunRegistry(saved_if_played(store.save), max_total=settings.max_episodes,
                                max_per_owner=settings.max_episodes_per_session)
         plays = PlayRegistry(store.save, env_url=settings.env_url)
         # Registered after the store's own exit hook, so it runs first: open hand-played episodes are saved
         # (`interrupted`) before the store pushes what waits.
         atexit.register(plays.close)
         tasks = serve_tasks_dataset(settings.tasks_dataset or "", background=True, cache_dir=settings.tasks_cache)
-        return cls(settings, store, registry, plays, tasks)
+        return cls(settings, store, registry, plays, tasks, settings.server_policy())
 
     def server_url(self, choice: str, custom: str = "") -> str | None:
-        """The server a run plays on: None for the embedded one."""
+        """The server a run plays on: None for the embedded one. A URL a visitor typed comes back cleaned (no
+        userinfo) once the server policy admits it; ServerRefused (a ValueError) says why not."""
         if choice == "public":
             return PUBLIC_SERVER
         if choice == "custom":
-            url = (custom or "").strip()
-            if not url.startswith(("http://", "https://", "ws://", "wss://")):
-                raise ValueError("Enter the server URL, e.g. https://fineenvs-portsimenv.hf.space")
-            return url
+            return self.policy.admit(custom)
         if choice in ("embedded", "", None):
             return self.settings.env_url
         # The API takes a URL in the same slot.
@@ -103,11 +119,14 @@ class AppContext:
 
     def task_for(self, task_id: str, server_url: str | None) -> dict | None:
         """The full task (the embedded pack's, reference included) or the public one a remote server shows."""
-        return task_for(task_id, server_url)
+        return task_for(task_id, server_url, self.policy)
 
     def remember_tasks(self, choices: list[TaskChoice]) -> None:
         with self._lock:
             self._remote.update({c.task_id: c for c in choices})
+            # Remote servers are anyone's: their lists fill a bounded memory, the oldest labels going first.
+            for task_id in list(self._remote)[: max(0, len(self._remote) - REMOTE_CHOICES_KEPT)]:
+                del self._remote[task_id]
 
     def choices_for(self, ids: list[str]) -> list[TaskChoice]:
         """The picker's tasks, in the order given: embedded ones, then those remote servers listed."""
@@ -120,3 +139,25 @@ class AppContext:
         """A link to this app with `query` (`episode=...` or `tab=browse&rollout=...`)."""
         base = self.settings.public_url or (base_url or "").rstrip("/")
         return f"{base}/?{query}" if base else f"?{query}"
+
+
+class NotSaved(RuntimeError):
+    """An episode that never reached its server: there is nothing to keep."""
+
+
+def saved_if_played(save: Callable[[dict], Any]) -> Callable[[dict], Any]:
+    """`save`, except for an episode that ended in an error before its first message (its server refused or could
+    not be reached, or the request was refused): such a record would only be a junk row in the public dataset."""
+
+    def save_played(record: dict) -> Any:
+        if record.get("end_reason") == "error" and not record.get("messages"):
+            raise NotSaved("the episode never reached its server, so no rollout was kept")
+        return save(record)
+
+    return save_played
+
+
+def _flag(value: str | None) -> bool | None:
+    if value is None or not value.strip():
+        return None
+    return value.strip().lower() not in ("0", "false", "no", "off")

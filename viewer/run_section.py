@@ -10,12 +10,15 @@ keyed by component, so each says exactly what it changes.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
 import gradio as gr
 
+from agent.netguard import NOT_ALLOWED
+from agent.task_api import valid_task_id
 from agent.tasks import CatalogError, embedded_catalog
 from agent.tasks import remote_catalog as read_remote_catalog
 from berth_env import check, parse_plan
@@ -73,7 +76,10 @@ def _build_form(ctx: AppContext, default: str) -> dict[str, Any]:
         stop_button = gr.Button("■ Stop", variant="secondary", interactive=False, min_width=100, elem_id="stop")
     episode_info = gr.Markdown(elem_id="episode-info")
     with gr.Accordion("Server and limits", open=False, elem_id="settings"):
-        server = gr.Radio(SERVER_CHOICES, value="embedded", label="Berth server", elem_id="server")
+        # With visitors' servers off (CUSTOM_SERVERS=0) and none allowed, the choice would only ever be refused.
+        open_to_urls = ctx.settings.custom_servers_on or bool(ctx.settings.allowed_servers.strip())
+        choices = [c for c in SERVER_CHOICES if open_to_urls or c[1] != "custom"]
+        server = gr.Radio(choices, value="embedded", label="Berth server", elem_id="server")
         server_url = gr.Textbox(label="Server URL", placeholder="https://…", visible=False, elem_id="server-url")
         server_note = gr.Markdown(visible=False, elem_id="server-note")
         with gr.Row():
@@ -145,7 +151,10 @@ def show_preview(section: RunSection, task_id: str, server_choice: str, url: str
         server_url = section.ctx.server_url(server_choice, url)
     except ValueError:
         server_url = None
-    task = section.ctx.task_for((task_id or "").strip(), server_url)
+    task_id = task_id.strip() if isinstance(task_id, str) else ""
+    if not valid_task_id(task_id):  # a raw call may send anything: it is neither looked up nor echoed
+        task_id = "?"
+    task = section.ctx.task_for(task_id, server_url) if task_id != "?" else None
     return {section.preview: gr.Column(visible=True), section.live: gr.Column(visible=False),
             section.preview_text: _brief(task, task_id), section.preview_chart: preview_chart(task) if task else None,
             section.status: IDLE_STATUS}
@@ -158,9 +167,11 @@ def change_server(section: RunSection, choice: str, url: str) -> dict:
         return {**out, section.server_note: gr.Markdown(visible=False)}
     try:
         target = section.ctx.server_url(choice, url)
-        listed = None if target is None else read_remote_catalog(target)
-    except (ValueError, CatalogError) as exc:
-        note = f"⚠️ {escape_md(exc)}. Runs on this server will fail until it can be reached."
+        listed = None if target is None else read_remote_catalog(target, policy=section.ctx.policy)
+    except (ValueError, CatalogError) as exc:  # a fixed text for a visitor's server (agent/netguard.py)
+        text = str(exc).rstrip(".")
+        note = f"⚠️ {escape_md(text[:1].upper() + text[1:])}." + (
+            "" if text == NOT_ALLOWED else " Runs on this server will fail until it can be reached.")
         return {**out, section.server_note: gr.Markdown(note, visible=True)}
     count = len(embedded_catalog() if listed is None else listed)
     note = gr.Markdown(f"{count} tasks on {escape_md(target)}", visible=True) if target else \
@@ -189,12 +200,13 @@ async def start_run(section: RunSection, model: str, task_id: str, turns: float,
         keys["hf"] = oauth_token.token
     owner = getattr(request, "session_hash", None) or "anonymous"
     try:
-        started = start_episode(section.ctx, model, task_id, turns, tokens, server_choice, url, keys, owner)
+        started = await asyncio.to_thread(start_episode, section.ctx, model, task_id, turns, tokens, server_choice,
+                                          url, keys, owner)
     except FormError as exc:
         log.warning("run not started (%s): %s", exc.field, exc)
         yield _form_error(section, exc)
         return
-    async for frame in page_frames(section, started.run, started.task, request):
+    async for frame in page_frames(section, started.run, started.task, request, can_stop=True):
         yield frame
 
 
@@ -211,9 +223,13 @@ def _form_error(section: RunSection, exc: FormError) -> dict:
 
 
 def stop_run(section: RunSection, episode: dict | None, request: gr.Request) -> dict:
-    """Stop this page's episode; the rollout is kept. Only the browser session that started it may stop it."""
-    owner = getattr(request, "session_hash", None) or "anonymous"
-    if episode and section.ctx.registry.stop(episode["id"], owner=owner):
+    """Stop this page's episode; the rollout is kept. Only the browser session that started it (or the holder of
+    its stop token, kept in that page's state) may stop it: a watch link's page may not."""
+    owner = getattr(request, "session_hash", None)
+    episode = episode if isinstance(episode, dict) else {}
+    episode_id, token = episode.get("id"), episode.get("stop_token")
+    if isinstance(episode_id, str) and section.ctx.registry.stop(
+            episode_id, owner=owner, token=token if isinstance(token, str) else None):
         return {section.status: "Stopping… the rollout is kept.", section.stop_button: gr.Button(interactive=False)}
     return unchanged(section.status)
 

@@ -17,8 +17,9 @@ from typing import Any
 import gradio as gr
 
 from agent.providers.registry import MissingKey, check_endpoint, parse_spec, provider_class, resolve_key
-from agent.runs import CapacityError, EpisodeRun
+from agent.runs import CapacityError, EpisodeRun, stop_token
 from agent.spec import SpecError
+from agent.task_api import valid_task_id
 from viewer.chart import optimum_chart, preview_chart, step_chart
 from viewer.context import AppContext
 from viewer.live import LiveView
@@ -34,9 +35,13 @@ KEY_FIELDS = {"anthropic": "Anthropic API key", "openai": "OpenAI API key", "hf"
               "vllm": "vLLM server key"}  # as the form's key fields are labelled
 
 
+KEY_MAX_CHARS = 1000  # the longest provider keys are about 200 characters
+
+
 def excerpt(text: str, limit: int = 60) -> str:
-    """A short excerpt of user input for an error message (the whole of it may be a megabyte)."""
-    text = " ".join(str(text).split())
+    """A short excerpt of user input for an error message (the whole of it may be a megabyte); `repr` escapes
+    control and direction-changing characters."""
+    text = " ".join(str(text)[: limit * 4].split())
     return repr(text if len(text) <= limit else text[:limit] + "…")
 
 
@@ -60,10 +65,19 @@ class Started:
 
 def start_episode(ctx: AppContext, model: str, task_id: str, turns: Any, tokens: Any, server_choice: str,
                   url: str, keys: dict[str, str], owner: str) -> Started:
-    """Check the request, then start the episode in the background; every problem is a FormError."""
-    model, task_id = (model or "").strip(), (task_id or "").strip()
+    """Check the request, then start the episode in the background; every problem is a FormError.
+
+    Every check happens here, whichever door the request came through (the form, the API, a raw call of a
+    handler), and before anything starts: a request refused here leaves no rollout. Blocking (it may resolve the
+    server's name): call it from a worker thread.
+    """
+    model = model.strip() if isinstance(model, str) else ""
+    task_id = task_id.strip() if isinstance(task_id, str) else ""
     if not task_id:
         raise FormError("task", "Pick a task first.")
+    if not valid_task_id(task_id):
+        raise FormError("task", f"Task id {excerpt(task_id)} must be 1-128 letters, digits, '.', '-' or '_'.")
+    keys = _checked_keys(keys)
     try:
         spec = parse_spec(model)
         resolve_key(spec, keys)
@@ -76,9 +90,14 @@ def start_episode(ctx: AppContext, model: str, task_id: str, turns: Any, tokens:
     except SpecError as exc:
         raise FormError("model", str(exc)) from None
     try:
-        server_url = ctx.server_url(server_choice, url)
-    except ValueError as exc:
-        raise FormError("server", str(exc)) from None
+        server_url = ctx.server_url(server_choice if isinstance(server_choice, str) else "",
+                                    url if isinstance(url, str) else "")
+    except ValueError as exc:  # netguard.ServerRefused: a fixed text, never the server's own words
+        text = str(exc).rstrip(".")
+        raise FormError("server", f"{text[:1].upper()}{text[1:]}.") from None
+    task = ctx.task_for(task_id, server_url)
+    if task is None:
+        raise FormError("task", f"Task {excerpt(task_id)} is not one this server offers.")
     try:
         max_turns, max_tokens = int(turns or 12), int(tokens or 24000)
         if not 1 <= max_turns <= 60 or not 256 <= max_tokens <= 200000:
@@ -88,10 +107,23 @@ def start_episode(ctx: AppContext, model: str, task_id: str, turns: Any, tokens:
     try:
         run = ctx.registry.start(model, task_id, owner=owner, env_url=server_url, max_turns=max_turns,
                                  max_tokens=max_tokens, keys={k: v for k, v in keys.items() if v},
-                                 source="space", baseline_pace_s=ctx.settings.baseline_pace_s)
+                                 source="space", baseline_pace_s=ctx.settings.baseline_pace_s,
+                                 server_policy=ctx.policy)
     except CapacityError as exc:
         raise FormError("capacity", str(exc)) from None
-    return Started(run, ctx.task_for(task_id, server_url), server_url)
+    return Started(run, task, server_url)
+
+
+def _checked_keys(keys: dict[str, Any]) -> dict[str, str]:
+    """Typed keys: text of a bounded length, printable (a key goes into a request header). Never quoted back."""
+    checked = {}
+    for provider, key in (keys or {}).items():
+        key = key.strip() if isinstance(key, str) else ""
+        if len(key) > KEY_MAX_CHARS or not key.isprintable():
+            raise FormError("model", f"The {KEY_FIELDS.get(provider, 'API key')} must be at most {KEY_MAX_CHARS} "
+                                     "printable characters.", needs_key=True)
+        checked[provider] = key
+    return checked
 
 
 def episode_markdown(ctx: AppContext, run: EpisodeRun, request: gr.Request | None) -> str:
@@ -115,16 +147,18 @@ def _slider(count: int) -> gr.Slider:
                      label=f"Draft (1-{count}): step through every plan the model sent")
 
 
-async def page_frames(section: RunSection, run: EpisodeRun, task: dict | None,
-                      request: gr.Request | None) -> AsyncIterator[dict]:
-    """The Run section's display of one episode, from its first event to its grade."""
+async def page_frames(section: RunSection, run: EpisodeRun, task: dict | None, request: gr.Request | None, *,
+                      can_stop: bool = False) -> AsyncIterator[dict]:
+    """The Run section's display of one episode, from its first event to its grade. `can_stop`: this page started
+    it, so its state keeps the stop token (a page that only watches never gets one)."""
     ctx = section.ctx
     view = LiveView(task, show_tokens=not run.model.startswith("baseline:"))
     yield {section.chat: [], section.status: "starting…",
            section.chart: preview_chart(task) if task else None, section.plan_step: gr.Slider(visible=False),
            section.steps: [], section.grade: "", section.optimal: gr.Plot(visible=False),
            section.episode_info: episode_markdown(ctx, run, request),
-           section.episode: {"id": run.episode_id, "task_id": run.task_id, "server": None},
+           section.episode: {"id": run.episode_id, "task_id": run.task_id, "server": None,
+                             "stop_token": stop_token(run.episode_id) if can_stop else None},
            section.preview: gr.Column(visible=False), section.live: gr.Column(visible=True)}
     position, last_frame, dirty = 0, 0.0, False
     while True:
@@ -183,10 +217,12 @@ def replay_frame(section: RunSection, record: dict, request: gr.Request | None) 
 
 async def api_updates(ctx: AppContext, model: str, task_id: str, max_turns: int, max_tokens: int, server: str,
                       request: gr.Request | None) -> AsyncIterator[dict]:
-    """The `run` API: the same episode as the Run tab, as small JSON updates for scripts."""
+    """The `run` API: the same episode as the Run tab, as small JSON updates for scripts; each carries the
+    episode's stop token, which `/stop` asks for (the episode id alone only lets one watch)."""
     owner = getattr(request, "session_hash", None) or "api"
     try:
-        started = start_episode(ctx, model, task_id, max_turns, max_tokens, server or "embedded", "", {}, owner)
+        started = await asyncio.to_thread(start_episode, ctx, model, task_id, max_turns, max_tokens,
+                                          server or "embedded", "", {}, owner)
     except FormError as exc:
         raise gr.Error(str(exc)) from None
     run = started.run
@@ -209,7 +245,8 @@ async def api_updates(ctx: AppContext, model: str, task_id: str, max_turns: int,
 
 
 def _api_update(run: EpisodeRun, view: LiveView, position: int, batch: list[dict], finished: bool) -> dict:
-    update = {"episode_id": run.episode_id, "state": "finished" if finished else "running",
+    update = {"episode_id": run.episode_id, "stop_token": stop_token(run.episode_id),
+              "state": "finished" if finished else "running",
               "status": view.status(), "events": position, "last": batch[-1]["type"] if batch else None}
     if finished:
         record = run.record or {}

@@ -1,0 +1,271 @@
+"""Where the app's outbound requests may go: one guard for every server URL a visitor can influence.
+
+A visitor can point a run at any berth server (the Run form's custom URL, the `/run` API's `server`), and the app
+then reaches it twice: the Task API over HTTP and the episode over OpenEnv (an HTTP session, then a WebSocket). On a
+public Space that is a way into the Space's own network, so a `ServerPolicy` decides each connection:
+
+- the URL is cleaned first (`clean_url`): http/https/ws/wss only, userinfo (`user:pass@`) dropped, so no credential
+  is sent or stored;
+- servers the Space names itself (its settings, the public PortSimEnv server) are trusted, and `ALLOWED_SERVERS`
+  (host patterns, fnmatch) trusts more; with `CUSTOM_SERVERS` off nothing else is accepted;
+- any other host must resolve only to public addresses (not loopback, private, link-local, multicast, reserved or
+  unspecified). This is checked when each connection opens, on the address actually dialled (the transports below
+  dial the checked address themselves), so a DNS answer that changes after the first check cannot slip through.
+  Redirects are not followed; if one were, its hop would open a connection and meet the same check.
+
+A visitor only ever hears "this server is not allowed" or "could not reach the server": never a status, a body or
+an address, which would make the app an oracle for the network behind it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import fnmatch
+import functools
+import ipaddress
+import socket
+import ssl
+from collections.abc import Iterable
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import httpcore
+import httpx
+
+NOT_ALLOWED = "this server is not allowed"
+UNREACHABLE = "could not reach the server"
+URL_MAX_CHARS = 300
+DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
+
+
+class ServerRefused(ValueError):
+    """The policy does not let the app connect to this server; the message is safe to show a visitor."""
+
+
+def clean_url(url: str) -> str:
+    """`url` with a lower-case scheme and host, without userinfo, query or fragment; ServerRefused if it is not an
+    http(s)/ws(s) URL with a host."""
+    text = (url or "").strip() if isinstance(url, str) else ""
+    if not text or len(text) > URL_MAX_CHARS or any(not c.isprintable() or c.isspace() for c in text):
+        raise ServerRefused("Enter the server URL, e.g. https://fineenvs-portsimenv.hf.space")
+    parts = urlsplit(text)
+    scheme = parts.scheme.lower()
+    try:
+        host, port = parts.hostname, parts.port
+    except ValueError:  # a port that is not a number
+        host = port = None
+    if scheme not in DEFAULT_PORTS or not host:
+        raise ServerRefused("Enter the server URL, e.g. https://fineenvs-portsimenv.hf.space")
+    netloc = f"[{host}]" if ":" in host else host
+    if port is not None:
+        netloc += f":{port}"
+    return urlunsplit((scheme, netloc, parts.path.rstrip("/"), "", ""))
+
+
+def origin(url: str) -> tuple[str, int]:
+    """(host, port) of a cleaned URL, the port filled in from the scheme."""
+    parts = urlsplit(url)
+    return (parts.hostname or "").lower(), parts.port or DEFAULT_PORTS.get(parts.scheme.lower(), 80)
+
+
+def public_address(address: str) -> bool:
+    """Whether an IP address is one the open internet routes to (IPv4-mapped IPv6 judged as its IPv4)."""
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    closed = (ip.is_loopback or ip.is_private or ip.is_link_local or ip.is_multicast or ip.is_reserved
+              or ip.is_unspecified or getattr(ip, "is_site_local", False))
+    return ip.is_global and not closed
+
+
+@dataclass(frozen=True)
+class ServerPolicy:
+    """Which servers the app may connect to on a visitor's behalf."""
+
+    trusted: frozenset[tuple[str, int]] = frozenset()  # (host, port) of the servers the Space names itself
+    allowed: tuple[str, ...] = ()  # ALLOWED_SERVERS: fnmatch patterns on `host` or `host:port`
+    custom: bool = True  # CUSTOM_SERVERS: any other server with public addresses
+    timeout_s: float = 10.0  # for resolving a host
+
+    @classmethod
+    def build(cls, trusted_urls: Iterable[str | None], allowed: str | Iterable[str] = (), *,
+              custom: bool = True) -> ServerPolicy:
+        """A policy trusting `trusted_urls` (None entries skipped) and the comma-separated `allowed` patterns."""
+        patterns = allowed.split(",") if isinstance(allowed, str) else list(allowed)
+        trusted = frozenset(origin(clean_url(u)) for u in trusted_urls if u)
+        return cls(trusted, tuple(p.strip().lower() for p in patterns if p.strip()), custom)
+
+    def trusts(self, host: str, port: int) -> bool:
+        """A server the Space or its operator named: used without the address check."""
+        host = host.strip("[]").lower()
+        return (host, port) in self.trusted or any(
+            fnmatch.fnmatchcase(host, p) or fnmatch.fnmatchcase(f"{host}:{port}", p) for p in self.allowed)
+
+    def admit(self, url: str) -> str:
+        """The cleaned URL if the app may use it, checked now (DNS included); ServerRefused otherwise.
+
+        Connections are checked again as they open; this first check lets a form refuse before anything starts.
+        """
+        cleaned = clean_url(url)
+        host, port = origin(cleaned)
+        if not self.trusts(host, port):
+            self.addresses(host, port)
+        return cleaned
+
+    def addresses(self, host: str, port: int) -> list[str]:
+        """Where to dial `host`: itself when trusted, else its resolved addresses, all of them public."""
+        host = host.strip("[]").lower()
+        if self.trusts(host, port):
+            return [host]
+        if not self.custom:
+            raise ServerRefused(NOT_ALLOWED)
+        try:
+            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except (OSError, UnicodeError):
+            raise ServerRefused(UNREACHABLE) from None
+        return self._checked(infos)
+
+    async def addresses_async(self, host: str, port: int) -> list[str]:
+        """`addresses` without blocking the event loop."""
+        host = host.strip("[]").lower()
+        if self.trusts(host, port):
+            return [host]
+        if not self.custom:
+            raise ServerRefused(NOT_ALLOWED)
+        loop = asyncio.get_running_loop()
+        try:
+            infos = await asyncio.wait_for(loop.getaddrinfo(host, port, type=socket.SOCK_STREAM), self.timeout_s)
+        except (OSError, UnicodeError, TimeoutError):
+            raise ServerRefused(UNREACHABLE) from None
+        return self._checked(infos)
+
+    @staticmethod
+    def _checked(infos: list) -> list[str]:
+        found = list(dict.fromkeys(str(info[4][0]) for info in infos))
+        # One closed address among the answers refuses the host: a name must not mix public and private targets.
+        if not found or not all(public_address(a) for a in found):
+            raise ServerRefused(NOT_ALLOWED)
+        return found
+
+
+# -- HTTP: httpx transports whose connections dial only what the policy allowed ------------------------------------
+
+class _GuardedSyncBackend(httpcore.SyncBackend):
+    def __init__(self, policy: ServerPolicy):
+        self.policy = policy
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                    socket_options: Iterable | None = None) -> httpcore.NetworkStream:
+        failure: Exception | None = None
+        for address in self.policy.addresses(host, port):
+            try:
+                return super().connect_tcp(address, port, timeout, local_address, socket_options)
+            except httpcore.ConnectError as exc:
+                failure = exc
+        raise failure or httpcore.ConnectError(UNREACHABLE)
+
+
+class _GuardedAsyncBackend(httpcore.AsyncNetworkBackend):
+    def __init__(self, policy: ServerPolicy):
+        self.policy, self._inner = policy, httpcore.AnyIOBackend()
+
+    async def connect_tcp(self, host: str, port: int, timeout: float | None = None,
+                          local_address: str | None = None,
+                          socket_options: Iterable | None = None) -> httpcore.AsyncNetworkStream:
+        failure: Exception | None = None
+        for address in await self.policy.addresses_async(host, port):
+            try:
+                return await self._inner.connect_tcp(address, port, timeout, local_address, socket_options)
+            except httpcore.ConnectError as exc:
+                failure = exc
+        raise failure or httpcore.ConnectError(UNREACHABLE)
+
+    async def connect_unix_socket(self, path: str, timeout: float | None = None,
+                                  socket_options: Iterable | None = None) -> httpcore.AsyncNetworkStream:
+        raise ServerRefused(NOT_ALLOWED)
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+
+def http_client(policy: ServerPolicy, *, timeout_s: float, verify: ssl.SSLContext | bool = True,
+                **options: Any) -> httpx.Client:
+    """An httpx client that follows no redirect and dials only addresses `policy` allows (no proxy from the
+    environment either: a proxy would dial for us)."""
+    context = _context(verify)
+    transport = httpx.HTTPTransport(verify=context)
+    # httpx builds its pool without a way to pass a network backend; this one replaces it before first use.
+    transport._pool = httpcore.ConnectionPool(ssl_context=context, network_backend=_GuardedSyncBackend(policy))
+    return httpx.Client(transport=transport, timeout=timeout_s, follow_redirects=False, **options)
+
+
+def async_http_client(policy: ServerPolicy, *, verify: ssl.SSLContext | bool = True,
+                      **options: Any) -> httpx.AsyncClient:
+    """`http_client` for asyncio."""
+    context = _context(verify)
+    transport = httpx.AsyncHTTPTransport(verify=context)
+    transport._pool = httpcore.AsyncConnectionPool(ssl_context=context, network_backend=_GuardedAsyncBackend(policy))
+    return httpx.AsyncClient(transport=transport, follow_redirects=False, **options)
+
+
+def _context(verify: ssl.SSLContext | bool) -> ssl.SSLContext:
+    if isinstance(verify, ssl.SSLContext):
+        return verify
+    return _default_context() if verify else httpx.create_ssl_context(verify=False)
+
+
+@functools.cache
+def _default_context() -> ssl.SSLContext:
+    """Loading the CA bundle costs about 30 ms of CPU: once per process, not per client."""
+    return httpx.create_ssl_context()
+
+
+# -- WebSocket: openenv opens its socket with `websockets`; a guarded session hands it one already dialled ---------
+
+# The policy of the session connecting on this task, set by agent.session around openenv's connect.
+CURRENT_POLICY: contextvars.ContextVar[ServerPolicy | None] = contextvars.ContextVar("server_policy", default=None)
+
+
+async def open_socket(policy: ServerPolicy, host: str, port: int, timeout_s: float) -> socket.socket:
+    """A TCP socket connected to an address of `host` that `policy` allows."""
+    loop = asyncio.get_running_loop()
+    for address in await policy.addresses_async(host, port):
+        # A checked address is an IP literal (no lookup here); a trusted host may have several.
+        for family, kind, proto, _, target in await loop.getaddrinfo(address, port, type=socket.SOCK_STREAM):
+            sock = socket.socket(family, kind, proto)
+            sock.setblocking(False)
+            try:
+                await asyncio.wait_for(loop.sock_connect(sock, target), timeout_s)
+                return sock
+            except (OSError, TimeoutError):
+                sock.close()
+    raise ConnectionError(UNREACHABLE)
+
+
+def guard_websockets(module: ModuleType, name: str = "ws_connect") -> None:
+    """Wrap `module.<name>` (websockets' `connect`) so a connection made under a policy (`CURRENT_POLICY`) uses a
+    socket `open_socket` dialled; without a policy it is the plain connect. websockets follows no redirect on a
+    socket it was given. Idempotent."""
+    original = getattr(module, name)
+    if getattr(original, "server_guarded", False):
+        return
+
+    async def connect(uri: str, **options: Any) -> Any:
+        policy = CURRENT_POLICY.get()
+        if policy is not None:
+            parts = urlsplit(uri)
+            host, port = origin(uri)
+            options.pop("proxy", None)
+            options["sock"] = await open_socket(policy, host, port, float(options.get("open_timeout") or 10.0))
+            if parts.scheme.lower() == "wss":
+                options.setdefault("server_hostname", host)
+        return await original(uri, **options)
+
+    connect.server_guarded = True  # type: ignore[attr-defined]
+    setattr(module, name, connect)
