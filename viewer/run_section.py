@@ -252,18 +252,19 @@ async def attach_episode(section: RunSection, episode_id: str, request: gr.Reque
         return
     run = section.ctx.registry.get(episode_id)
     if run is not None:
-        async for frame in page_frames(section, run, section.ctx.task_for(run.task_id, None), request):
+        task = await asyncio.to_thread(section.ctx.task_for, run.task_id, None)
+        async for frame in page_frames(section, run, task, request):
             yield frame
         return
     try:
-        record = section.ctx.store.load(episode_id)
+        record = await asyncio.to_thread(section.ctx.store.load, episode_id)
     except ValueError as exc:
         yield {section.status: f"⚠️ {escape_md(exc)}"}
         return
     if record is None:
         yield {section.status: f"⚠️ No episode `{episode_id}` is running here or stored."}
         return
-    yield replay_frame(section, record, request)
+    yield await asyncio.to_thread(replay_frame, section, record, request)
 
 
 # -- helpers -------------------------------------------------------------------------------------------------------

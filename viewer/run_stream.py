@@ -150,29 +150,37 @@ def _slider(count: int) -> gr.Slider:
 async def page_frames(section: RunSection, run: EpisodeRun, task: dict | None, request: gr.Request | None, *,
                       can_stop: bool = False) -> AsyncIterator[dict]:
     """The Run section's display of one episode, from its first event to its grade. `can_stop`: this page started
-    it, so its state keeps the stop token (a page that only watches never gets one)."""
-    ctx = section.ctx
+    it, so its state keeps the stop token (a page that only watches never gets one).
+
+    Frames are built in a worker thread: charts and the chat are CPU work, and on the event loop they would hold up
+    every other visitor's page (a watcher's link would sit "in queue" while a long reasoning stream renders)."""
+    yield await asyncio.to_thread(first_frame, section, run, task, request, can_stop)
     view = LiveView(task, show_tokens=not run.model.startswith("baseline:"))
-    yield {section.chat: [], section.status: "starting…",
-           section.chart: preview_chart(task) if task else None, section.plan_step: gr.Slider(visible=False),
-           section.steps: [], section.grade: "", section.optimal: gr.Plot(visible=False),
-           section.episode_info: episode_markdown(ctx, run, request),
-           section.episode: {"id": run.episode_id, "task_id": run.task_id, "server": None,
-                             "stop_token": stop_token(run.episode_id) if can_stop else None},
-           section.preview: gr.Column(visible=False), section.live: gr.Column(visible=True)}
     position, last_frame, dirty = 0, 0.0, False
     while True:
         batch, finished = run.wait(position, 0)
         position += len(batch)
-        view.extend(batch)
+        if batch:
+            await asyncio.to_thread(view.extend, batch)
         dirty = dirty or bool(batch)
         now = time.monotonic()
         if finished or (dirty and now - last_frame >= FRAME_S) or now - last_frame >= IDLE_TICK_S:
             last_frame, dirty = now, False
-            yield live_frame(section, view, task, run, request, final=finished)
+            yield await asyncio.to_thread(live_frame, section, view, task, run, request, final=finished)
             if finished:
                 return
         await asyncio.sleep(FRAME_S / 2)
+
+
+def first_frame(section: RunSection, run: EpisodeRun, task: dict | None, request: gr.Request | None,
+                can_stop: bool) -> dict:
+    return {section.chat: [], section.status: "starting…",
+            section.chart: preview_chart(task) if task else None, section.plan_step: gr.Slider(visible=False),
+            section.steps: [], section.grade: "", section.optimal: gr.Plot(visible=False),
+            section.episode_info: episode_markdown(section.ctx, run, request),
+            section.episode: {"id": run.episode_id, "task_id": run.task_id, "server": None,
+                              "stop_token": stop_token(run.episode_id) if can_stop else None},
+            section.preview: gr.Column(visible=False), section.live: gr.Column(visible=True)}
 
 
 def live_frame(section: RunSection, view: LiveView, task: dict | None, run: EpisodeRun,
