@@ -1,0 +1,80 @@
+"""Many writers, one Hub dataset: four processes (four machines' rollout folders, testkit/rollout_writer.py) save
+and push at once to the Hub-protocol peer, compacting their index into Parquet as they go; every rollout lands
+once, none is doubled."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pyarrow.parquet as pq
+from huggingface_hub import CommitOperationAdd, HfApi
+from huggingface_hub.errors import HfHubHTTPError
+
+from rollouts.jsonio import read_json_lines
+from rollouts.sources.hub import HubSource
+from testkit.fakehub import running_fakehub
+
+REPO = "arena/rollouts"
+TOKEN = "hf_test"
+WRITERS = 4
+PER_WRITER = 15
+
+def hub_index_rows(files: dict[str, bytes], tmp: Path) -> list[dict]:
+    """Every index row in the repo, raw: each JSONL line and each Parquet row, nothing deduplicated."""
+    rows = []
+    for path, data in files.items():
+        if path.startswith("index/") and path.endswith(".jsonl"):
+            rows += read_json_lines(data)[0]
+        elif path.startswith("index/") and path.endswith(".parquet"):
+            local = tmp / path.replace("/", "_")
+            local.write_bytes(data)
+            rows += pq.read_table(local).to_pylist()
+    return rows
+
+
+def test_a_stale_parent_commit_is_refused_with_412():
+    with running_fakehub(token=TOKEN) as hub:
+        api = HfApi(endpoint=hub.url, token=TOKEN)
+        api.create_repo(REPO, repo_type="dataset")
+        first = api.create_commit(REPO, [CommitOperationAdd("a.txt", b"a")], commit_message="a", repo_type="dataset")
+        api.create_commit(REPO, [CommitOperationAdd("b.txt", b"b")], commit_message="b", repo_type="dataset",
+                          parent_commit=first.oid)
+        try:
+            api.create_commit(REPO, [CommitOperationAdd("c.txt", b"c")], commit_message="c", repo_type="dataset",
+                              parent_commit=first.oid)
+        except HfHubHTTPError as exc:
+            assert exc.response.status_code == 412
+        else:
+            raise AssertionError("a commit on a stale parent landed")
+        assert sorted(hub.files(REPO)) == ["a.txt", "b.txt"]
+
+
+def test_four_writers_push_to_one_dataset_and_every_rollout_lands_once(tmp_path, warm_python):
+    env = {**os.environ, "HF_HOME": str(tmp_path / "hf-home"), "HF_HUB_DISABLE_TELEMETRY": "1"}
+    env.pop("HF_HUB_OFFLINE", None)
+    with running_fakehub(token=TOKEN) as hub:
+        hub.fail("commit", status=412, times=3)  # besides the conflicts the writers cause each other
+        children = [warm_python.popen("testkit.rollout_writer", "--dir", str(tmp_path / f"machine{k}"),
+                                      "--dataset", REPO, "--endpoint", hub.url, "--token", TOKEN,
+                                      "--records", str(PER_WRITER), "--seed", str(100 + k), env=env)
+                    for k in range(WRITERS)]
+        for child in children:
+            out, err = child.communicate(timeout=180)
+            assert child.returncode == 0 and out.strip() == "flushed", err[-2000:]
+
+        files = hub.files(REPO)
+        records = [p for p in files if p.startswith("rollouts/")]
+        assert len(records) == WRITERS * PER_WRITER
+        raw = hub_index_rows(files, tmp_path)
+        ids = [row["episode_id"] for row in raw]
+        assert len(ids) == len(set(ids)) == WRITERS * PER_WRITER  # every row once, counting every file raw
+        assert {f"rollouts/{row['started'][:10]}/{row['episode_id']}.json" for row in raw} == set(records)
+        assert any(p.endswith(".parquet") for p in files)
+        writers = {Path(p).stem for p in files if p.startswith("index/")}
+        assert len(writers) == WRITERS  # each process wrote its own index files
+        assert sum(1 for hit in hub.hits("commit") if hit[3] == 412) >= 3  # refused commits were tried again
+
+        fresh = HubSource(REPO, endpoint=hub.url, token=TOKEN, cache_dir=tmp_path / "reader-cache").load()
+        assert fresh.error is None, fresh.error
+        assert sorted(fresh.table["episode_id"].to_pylist()) == sorted(ids)
