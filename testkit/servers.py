@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import socket
 import subprocess
 import sys
@@ -11,6 +12,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+
+from testkit.warm_python import WarmPython
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -22,19 +25,25 @@ def free_port() -> int:
 
 
 @contextmanager
-def berth_server(*packs: Path, timeout_s: float = 60.0) -> Iterator[str]:
-    """Start the server (serving the bundled pack plus `packs`), wait until /healthz answers, yield its URL."""
+def berth_server(*packs: Path, timeout_s: float = 60.0, python: WarmPython | None = None) -> Iterator[str]:
+    """Start `python -m berth_env` (serving the bundled pack plus `packs`), wait until /healthz answers, yield its
+    URL. Given a warm interpreter (tests/conftest.py's `warm_python`), the server skips Python's start-up."""
     port = free_port()
-    command = [sys.executable, "-m", "berth_env", "--port", str(port)]
+    args = ["--port", str(port)]
     for pack in packs:
-        command += ["--tasks-dir", str(pack)]
-    server = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        args += ["--tasks-dir", str(pack)]
+    if python is not None:
+        server = python.popen("berth_env", *args)
+    else:
+        server = subprocess.Popen([sys.executable, "-m", "berth_env", *args], cwd=ROOT, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + timeout_s
         while True:
             if server.poll() is not None:
-                raise RuntimeError(f"python -m berth_env exited: {server.stderr.read().decode()[-2000:]}")
+                said = server.output("stderr") if python is not None else server.stderr.read().decode()
+                raise RuntimeError(f"python -m berth_env exited: {said[-2000:]}")
             try:
                 httpx.get(f"{url}/healthz", timeout=2).raise_for_status()
                 break
@@ -44,5 +53,5 @@ def berth_server(*packs: Path, timeout_s: float = 60.0) -> Iterator[str]:
                 time.sleep(0.2)
         yield url
     finally:
-        server.terminate()
+        server.send_signal(signal.SIGTERM)
         server.wait(timeout=15)

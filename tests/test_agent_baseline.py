@@ -87,11 +87,11 @@ def test_an_unknown_task_on_the_server_is_a_clear_error(env_url):
     assert types(events) == ["error"]
 
 
-def test_a_task_the_embedded_pack_does_not_know_fails_clearly(tmp_path):
+def test_a_task_the_embedded_pack_does_not_know_fails_clearly(tmp_path, warm_python):
     pack = tmp_path / "toy"
     pack.mkdir()
     (pack / "tasks.jsonl").write_text(TOY_TASK_LINE + "\n")
-    with berth_server(pack) as url:
+    with berth_server(pack, python=warm_python) as url:
         _, record = play("baseline:greedy", url, task_id="toy-1")
     assert record["end_reason"] == "error"
     assert "plays only the tasks of the embedded task pack" in record["errors"][0]

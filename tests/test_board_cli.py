@@ -13,8 +13,6 @@ Model B (baseline:greedy, no price): b1 one feasible check, submits 400 (beats n
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -113,8 +111,7 @@ def test_board_of_one_run_and_of_nothing(folder, tmp_path, capsys):
     assert "no rollouts in" in capsys.readouterr().err
 
 
-def test_the_board_command_runs_as_a_program(folder):
-    done = subprocess.run([sys.executable, "-m", "agent", "board", "--dir", str(folder), "--json"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+def test_the_board_command_runs_as_a_program(folder, warm_python):
+    done = warm_python.run("agent", "board", "--dir", str(folder), "--json", timeout=120)
     assert done.returncode == 0, done.stderr
     check_figures([json.loads(line) for line in done.stdout.splitlines()])

@@ -1,7 +1,7 @@
 """Properties of the grader over many generated plans (PORTSIM_SPEC §8.1).
 
 * An independent brute-force grid checker (tests/grader_helpers.py) agrees with `check` on feasibility, cost and
-  the set of ships with problems, over 240 perturbations of the optimum per sampled task.
+  the set of ships with problems, over 160 perturbations of the optimum per sampled task.
 * No feasible perturbation of a proven optimum costs less than it, and the floor never exceeds a feasible cost.
 * Arbitrary JSON-like input never crashes the grader and never passes.
 """
@@ -40,11 +40,11 @@ def assert_agrees(task, entries):
 
 
 @pytest.mark.parametrize("task_id", SAMPLED)
-def test_grid_checker_agrees_on_240_perturbations(task_id):
+def test_grid_checker_agrees_on_160_perturbations(task_id):
     task = PACK.get(task_id)
     rng = random.Random(task_id)
     outcomes = {"feasible": 0, "infeasible": 0}
-    for _ in range(240):
+    for _ in range(160):
         entries = perturb(task, rng)
         result = assert_agrees(task, entries)
         outcomes["feasible" if result.feasible else "infeasible"] += 1
@@ -68,7 +68,7 @@ change = st.tuples(
 )
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(SAMPLED), st.lists(change, min_size=1, max_size=3))
 def test_no_feasible_perturbation_beats_the_optimum(task_id, changes):
     task = PACK.get(task_id)
@@ -111,7 +111,7 @@ entry_keys = st.sampled_from(["ship", "id", "name", "berth_hour", "hour", "secti
 entry_like = st.dictionaries(entry_keys, json_values | st.integers(-3, 12), max_size=5)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(
     json_values
     | st.lists(entry_like, max_size=12)

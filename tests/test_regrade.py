@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import datasets
@@ -202,10 +199,9 @@ def test_regrade_on_an_empty_or_missing_folder(tmp_path, capsys):
     assert "no rollouts in" in capsys.readouterr().err
 
 
-def test_the_command_line_entry_point(folder):
+def test_the_command_line_entry_point(folder, warm_python):
     root, _, expected = folder
-    done = subprocess.run([sys.executable, "-m", "agent", "regrade", "--dir", str(root)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    done = warm_python.run("agent", "regrade", "--dir", str(root), timeout=120)
     assert done.returncode == 0, done.stderr
     assert set(table_ids(done.stdout)[0]) == expected["reward"] | expected["feasibility"]
 

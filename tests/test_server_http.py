@@ -155,11 +155,11 @@ def test_http_mcp_lists_the_tools(http: httpx.Client) -> None:
 # ------------------------------------------------------------------------------------------- python -m berth_env
 
 
-def test_module_entry_point_serves_extra_packs(tmp_path: Path) -> None:
+def test_module_entry_point_serves_extra_packs(tmp_path: Path, warm_python) -> None:
     pack = tmp_path / "toy"
     pack.mkdir()
     (pack / "tasks.jsonl").write_text(json.dumps(TOY_TASK) + "\n")
-    with berth_server(pack) as url:
+    with berth_server(pack, python=warm_python) as url:
         assert httpx.get(f"{url}/healthz", timeout=2).json() == {"status": "ok", "tasks": {"eval": 50, "test": 1}}
         with MCPToolClient(url).sync() as client:
             metadata = client.reset(split="test", index=0).observation.metadata

@@ -419,12 +419,12 @@ def test_opening_rewrites_a_stale_card_but_keeps_its_extra_fields(tmp_path):
     assert "pretty_name:" in text and "old_name" not in text and "judge" in text
 
 
-def test_saving_is_fast_enough_for_bursts(tmp_path):
+def test_a_burst_of_saves_all_land_once(tmp_path):
     store = RolloutStore(tmp_path)
     records = make_records(50, seed=20)
-    start = time.perf_counter()
     for record in records:
         store.save(record)
-    per_save = (time.perf_counter() - start) / 50
-    assert per_save < 0.25, per_save
+    assert all(store.load(r["episode_id"]) == r for r in records)
+    rows = [line for path in (tmp_path / "index").rglob("*.jsonl") for line in path.read_text().splitlines()]
+    assert len(rows) == 50
     assert os.path.getsize(tmp_path / "README.md") > 1000

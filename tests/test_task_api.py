@@ -60,7 +60,7 @@ def test_task_for_prefers_the_pack_and_asks_no_server_without_one():
     assert task_for("../etc", "http://127.0.0.1:9") is None
 
 
-def test_task_for_reads_a_remote_public_task_and_never_keeps_a_failure(tmp_path, monkeypatch):
+def test_task_for_reads_a_remote_public_task_and_never_keeps_a_failure(tmp_path, monkeypatch, warm_python):
     pack = tmp_path / "toy"
     pack.mkdir()
     (pack / "tasks.jsonl").write_text(TOY_TASK_LINE + "\n")
@@ -68,7 +68,7 @@ def test_task_for_reads_a_remote_public_task_and_never_keeps_a_failure(tmp_path,
     url = f"http://127.0.0.1:{port}"
     assert task_for("toy-1", url) is None  # nobody listens yet
     monkeypatch.setattr(testkit.servers, "free_port", lambda: port)
-    with berth_server(pack) as started:
+    with berth_server(pack, python=warm_python) as started:
         assert started == url
         remote = task_for("toy-1", url)  # the failure above was not kept
         assert remote["task_id"] == "toy-1" and "reference" not in remote

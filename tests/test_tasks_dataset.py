@@ -10,7 +10,6 @@ import logging
 import os
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -194,15 +193,16 @@ def test_a_file_that_is_not_parquet_keeps_the_bundled_tasks(tmp_path, hub):
 
 # -- the CLI -------------------------------------------------------------------------------------------------------
 
-def agent_cli(*args: str, hub, cache: Path) -> subprocess.CompletedProcess:
+def agent_cli(python, *args: str, hub, cache: Path) -> subprocess.CompletedProcess:
+    """`python -m agent ...` from the warm interpreter (tests/conftest.py), which reads the Hub's address at run
+    time: the task dataset's client is made per run, with HF_ENDPOINT as this run's environment says."""
     env = {**os.environ, "HF_ENDPOINT": hub.url, "TASKS_DATASET": REPO, "TASKS_CACHE": str(cache)}
-    return subprocess.run([sys.executable, "-m", "agent", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300, env=env)
+    return python.run("agent", *args, env=env, timeout=300)
 
 
-def test_the_cli_lists_every_valid_task_and_none_of_the_broken_ones(tmp_path, hub):
+def test_the_cli_lists_every_valid_task_and_none_of_the_broken_ones(tmp_path, hub, warm_python):
     published = published_dataset(hub)
-    listed = agent_cli("tasks", "--json", hub=hub, cache=tmp_path)
+    listed = agent_cli(warm_python, "tasks", "--json", hub=hub, cache=tmp_path)
     assert listed.returncode == 0, listed.stderr
     rows = [json.loads(line) for line in listed.stdout.splitlines()]
     assert [r["task_id"] for r in rows] == published.offered
@@ -214,21 +214,21 @@ def test_the_cli_lists_every_valid_task_and_none_of_the_broken_ones(tmp_path, hu
     assert f"tasks: {50 + TRAIN_COUNT} tasks" in listed.stderr
     assert sum("left out" in line for line in listed.stderr.splitlines()) == 1 + len(published.broken)
 
-    train = agent_cli("tasks", "--split", "train", hub=hub, cache=tmp_path)
+    train = agent_cli(warm_python, "tasks", "--split", "train", hub=hub, cache=tmp_path)
     lines = train.stdout.splitlines()
     assert lines[0].split() == ["task_id", "split", "difficulty", "quay", "num_ships", "optimal_cost", "naive_cost"]
     assert [line.split()[0] for line in lines[1:]] == published.train_ids
 
     hub.down()
-    offline = agent_cli("tasks", "--json", "--split", "eval", hub=hub, cache=tmp_path / "empty")
+    offline = agent_cli(warm_python, "tasks", "--json", "--split", "eval", hub=hub, cache=tmp_path / "empty")
     assert offline.returncode == 0 and len(offline.stdout.splitlines()) == 50
     assert "offline: the 50 bundled eval tasks" in offline.stderr
 
 
-def test_the_cli_plays_a_train_task(tmp_path, hub):
+def test_the_cli_plays_a_train_task(tmp_path, hub, warm_python):
     published_dataset(hub)
     out = tmp_path / "rollouts"
-    played = agent_cli("run", "--model", "baseline:greedy", "--task", TRAIN_TASK, "--out", str(out), "--run",
+    played = agent_cli(warm_python, "run", "--model", "baseline:greedy", "--task", TRAIN_TASK, "--out", str(out), "--run",
                        "train-smoke", hub=hub, cache=tmp_path / "cache")
     assert played.returncode == 0, played.stderr
     [record] = [json.loads(p.read_text()) for p in out.glob("rollouts/*/*.json")]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import json
 import math
-import time
 
 import plotly.graph_objects as go
 import pytest
@@ -195,19 +194,15 @@ def test_plan_steps_from_events_and_records() -> None:
     assert plan_steps({"steps": None}) == []
 
 
-def test_the_largest_task_builds_fast(pack) -> None:
+def test_the_largest_task_draws_in_layers_not_per_ship(pack) -> None:
     task = pack.get(LARGEST)
     assert len(task["ships"]) == 59
     optimal, naive = task["reference"]["optimal_plan"], task["reference"]["naive_plan"]
-    berth_chart(task, optimal)  # warm plotly's validators
-    timings = []
-    for _ in range(3):
-        start = time.perf_counter()
-        fig = berth_chart(task, optimal, previous_plan=naive)
-        timings.append(time.perf_counter() - start)
+    fig = berth_chart(task, optimal, previous_plan=naive)
     assert len(_shapes(fig, "ship:")) == 59
-    assert len(fig.data) <= 20  # one trace per layer plus the legend, never one trace per ship
-    assert min(timings) < 0.5, f"59-ship chart took {min(timings):.3f} s"
+    # One trace per layer plus the legend, never one trace per ship: that is what keeps the chart fast
+    # (its build time is measured by bench/, not asserted here).
+    assert len(fig.data) <= 20
 
 
 def _trace(fig: go.Figure, name: str) -> go.Scatter | None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 
 import pytest
 from gradio import ChatMessage
@@ -236,17 +235,14 @@ def test_incremental_building_matches_building_from_the_whole_list(task: dict) -
     assert [(m.role, m.content, _meta(m)) for m in builder.messages] == [(m.role, m.content, _meta(m)) for m in whole]
 
 
-def test_many_small_deltas_stay_fast() -> None:
+def test_many_small_deltas_fold_into_one_escaped_message() -> None:
     builder = ChatBuilder()
     builder.add(ev.turn_started(1, 12))
-    start = time.perf_counter()
     for i in range(20_000):
         builder.add({**ev.reasoning_delta(1, "word <b> & "), "t": i * 0.001})
         builder.messages  # noqa: B018 - the live tab reads the list after every event
-    elapsed = time.perf_counter() - start
     assert len(builder.messages) == 1
     assert builder.messages[0].content.count("&lt;b&gt; &amp;") == 20_000
-    assert elapsed < 3.0, f"20k deltas took {elapsed:.2f} s"
 
 
 def test_calls_without_ids_match_by_turn_and_order() -> None:
