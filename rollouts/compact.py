@@ -11,7 +11,7 @@ folder's compaction lock:
 1. its whole lines are read; a complete, valid row (every column, an episode id, its record path) is folded. What
    cannot be folded stays in the JSONL: unreadable or planted lines (readers skip them, compaction must not erase
    them), rows of an older version lacking columns (`RolloutStore.fill_index` fills those in from their records),
-   and a torn last line.
+   and a torn last line. Nothing is folded into a Parquet file of an older version until fill_index updated it.
 2. the new Parquet (the old Parquet rows, with a folded row replacing one of the same episode) is written to a
    temp file, fsynced and renamed over the old one.
 3. the JSONL is replaced by what stays, or removed when nothing does.
@@ -158,7 +158,13 @@ def fold_file(jsonl: Path) -> Folded:
         if not folded:
             return Folded(kept=len(kept))
         target = jsonl.with_suffix(".parquet")
-        old = conform(pq.read_table(target)) if target.exists() else INDEX_SCHEMA.empty_table()
+        old = pq.read_table(target) if target.exists() else INDEX_SCHEMA.empty_table()
+        if not set(COLUMNS) <= set(old.column_names):
+            # Written by an older version: folding would turn its missing cells into nulls that look filled in.
+            # `RolloutStore.fill_index` (run at the Space's start and after each CLI run) brings it up to date first.
+            log.warning("not folding into %s until fill_index adds its missing columns", target)
+            return Folded(kept=len(kept) + len(folded))
+        old = conform(old)
         if old.num_rows:
             keep_old = pc.invert(pc.is_in(old.column("episode_id"), pa.array(list(folded), pa.string())))
             old = old.filter(keep_old)

@@ -21,12 +21,13 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--compact-over-bytes", type=int, default=2500)
+    parser.add_argument("--started", default="2026-11-29T10:00:00Z", help="every record's start: one index file")
     args = parser.parse_args()
     hub_push.COMPACT_OVER_BYTES = args.compact_over_bytes
     hub_push.CONFLICT_BASE_S = 0.02
     store = RolloutStore(args.dir, dataset=args.dataset, token=args.token, endpoint=args.endpoint,
                          push_every_s=0.2, push_every_n=3, retry_base_s=0.05, retry_max_s=0.5)
-    for record in make_records(args.records, seed=args.seed):
+    for record in make_records(args.records, seed=args.seed, started=args.started):
         store.save(record)
     print("flushed" if store.flush(timeout=120) else f"not flushed: {store.status()}", flush=True)
     store.close()

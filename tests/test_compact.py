@@ -133,3 +133,44 @@ c.compact({str(tmp_path)!r})
     assert compact(tmp_path).files == 1
     assert sorted(parquet_ids(tmp_path)) == ids
     assert jsonl_lines(tmp_path) == [UNREADABLE.strip()]
+
+
+def test_the_hub_source_reads_parquet_and_jsonl_index_files_once_per_episode(tmp_path):
+    """A Hub snapshot taken between a compaction's two steps: the rows sit in both files; each is read once."""
+    from huggingface_hub import HfApi
+
+    from rollouts.sources.hub import HubSource
+    from testkit.fakehub import running_fakehub
+
+    _, records = fill(tmp_path / "folder", 5, seed=6, started="2026-11-29T08:00:00Z")
+    folder = tmp_path / "folder"
+    jsonl = next(folder.glob("index/*/w1.jsonl"))
+    both = jsonl.read_bytes()
+    compact(folder)
+    more = make_records(2, seed=7, started="2026-11-29T09:00:00Z")
+    store = RolloutStore(folder, writer_id="w1")
+    for record in more:
+        store.save(record)
+    jsonl.write_bytes(both + jsonl.read_bytes())  # the folded rows again, then the new ones
+    with running_fakehub() as hub:
+        api = HfApi(endpoint=hub.url, token="hf_x")
+        api.create_repo("a/r", repo_type="dataset")
+        api.upload_folder(folder_path=str(folder), repo_id="a/r", repo_type="dataset", allow_patterns=["index/**"])
+        loaded = HubSource("a/r", endpoint=hub.url, cache_dir=tmp_path / "cache").load()
+    assert loaded.error is None, loaded.error
+    assert sorted(loaded.table["episode_id"].to_pylist()) == sorted(r["episode_id"] for r in records + more)
+
+
+def test_rows_are_not_folded_into_a_parquet_file_of_an_older_version_until_it_is_filled(tmp_path):
+    store, records = fill(tmp_path, 3, seed=8, started="2026-11-29T08:00:00Z")
+    compact(tmp_path)
+    target = next(tmp_path.glob("index/*/w1.parquet"))
+    pq.write_table(pq.read_table(target).drop_columns(["usd"]), target)  # as a version before `usd` wrote it
+    newer = make_records(1, seed=9, started="2026-11-29T09:00:00Z")[0]
+    store.save(newer)
+    assert compact(tmp_path).rows == 0 and len(jsonl_lines(tmp_path)) == 1
+    assert "usd" not in pq.read_table(target).column_names  # the missing cells stay missing, not null
+    assert RolloutStore(tmp_path, writer_id="w2").fill_index() == 3
+    assert "usd" in pq.read_table(target).column_names
+    assert compact(tmp_path).rows == 1
+    assert sorted(parquet_ids(tmp_path)) == sorted(r["episode_id"] for r in [*records, newer])
