@@ -7,9 +7,11 @@ One thread pool per model, so a slow model never holds the workers a fast one ne
 through the rollout store (the dataset layout in ROLLOUT_DIR; pushed to the Hub with --dataset). A rerun resumes:
 episodes the folder already holds for the same run, model and task, without errors, are skipped.
 
+`--repeats R` plays every task x model cell R times (resuming counts the rollouts a cell already has).
 `--shard K/N` plays the K-th of N disjoint slices of the task x model grid, so N machines fill one dataset
 together: the grid is ordered by task id, then model spec (whatever order they were given in), and cell i goes
-to shard i % N + 1. Every machine must be given the same models and tasks; each resumes its own slice.
+to shard i % N + 1 with all its repeats. Every machine must be given the same models, tasks and repeats; each
+resumes its own slice.
 """
 
 from __future__ import annotations
@@ -60,6 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS)
     run.add_argument("--wall-clock", type=float, default=DEFAULT_WALL_CLOCK_S, help="seconds per episode")
     run.add_argument("--force", action="store_true", help="rerun episodes the folder already holds")
+    run.add_argument("--repeats", type=_positive, default=1, metavar="R",
+                     help="play each task x model cell R times, e.g. to average over sampling (default: 1)")
     run.add_argument("--shard", type=parse_shard, metavar="K/N",
                      help="play only the K-th of N disjoint slices of the task x model grid (e.g. 2/4)")
     cli_board.add_parser(commands)
@@ -103,6 +107,12 @@ def _task_ids(args: argparse.Namespace) -> list[str]:
     if not tasks:
         raise ValueError(f"split {args.split!r} has no tasks")
     return tasks[: args.limit] if args.limit else tasks
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"a whole number of at least 1, not {text!r}")
+    return int(text)
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -153,19 +163,19 @@ def run_batch(args: argparse.Namespace, task_ids: list[str]) -> int:
 
 def _plan_jobs(args: argparse.Namespace, cells: list[tuple[str, str]],
                store: RolloutStore) -> tuple[list[tuple[str, str]], list[dict]]:
-    """The (model, task) cells to play, and the rows already saved for the others (a resumed run skips them
-    unless --force)."""
+    """The episodes to play, one (model, task) each, so that every cell has `--repeats` rollouts of this run
+    without errors, and the rows already saved that count towards them (a resumed run keeps them unless
+    --force, which plays every cell again)."""
     jobs, kept = [], []
-    rows = store.rows()  # once: find() per cell would re-read the index for every cell of a big grid
-    done: dict[tuple[str, str], dict] = {}
-    for row in rows:
+    done: dict[tuple[str, str], list[dict]] = {}
+    for row in store.rows():  # once: find() per cell would re-read the index for every cell of a big grid
         if row.get("run") == args.run and not row.get("errors") and row.get("end_reason") not in RERUN_END_REASONS:
-            done[(row.get("model"), row.get("task_id"))] = row
+            done.setdefault((row.get("model"), row.get("task_id")), []).append(row)
+    repeats = args.repeats
     for cell in cells:
-        if cell in done and not args.force:
-            kept.append(done[cell])
-        else:
-            jobs.append(cell)
+        have = [] if args.force else done.get(cell, [])[-repeats:]
+        kept += have
+        jobs += [cell] * (repeats - len(have))
     return jobs, kept
 
 
@@ -217,11 +227,12 @@ def _follow(futures: list[Future], bar: tqdm) -> None:
 
 
 def _write_board(args: argparse.Namespace, task_ids: list[str], store: RolloutStore, root: Path) -> None:
-    """The run's leaderboard (latest rollout per model and task) to stdout and runs/<run>/board.md."""
+    """The run's leaderboard (the latest --repeats rollouts per model and task) to stdout and
+    runs/<run>/board.md."""
     wanted = set(task_ids)
     rows = [r for r in store.rows() if r.get("run") == args.run and r.get("model") in args.model
             and r.get("task_id") in wanted]
-    board = board_markdown(leaderboard(_latest(rows))) + "\n" + price_note()
+    board = board_markdown(leaderboard(_latest(rows, args.repeats))) + "\n" + price_note()
     board_path = root / "runs" / args.run / "board.md"
     board_path.parent.mkdir(parents=True, exist_ok=True)
     board_path.write_text(board)
@@ -240,9 +251,9 @@ def _running_means(records: list[dict]) -> str:
     return "  ".join(f"{m}: {sum(v) / len(v):.3f}" for m, v in by_model.items())
 
 
-def _latest(rows: list[dict]) -> list[dict]:
-    """One row per (model, task): the latest rollout, so a rerun with --force replaces the earlier one."""
-    latest: dict[tuple, dict] = {}
+def _latest(rows: list[dict], repeats: int = 1) -> list[dict]:
+    """The latest `repeats` rows per (model, task), so a rerun with --force replaces the earlier ones."""
+    latest: dict[tuple, list[dict]] = {}
     for row in sorted(rows, key=lambda r: r.get("started") or ""):
-        latest[(row.get("model"), row.get("task_id"))] = row
-    return list(latest.values())
+        latest.setdefault((row.get("model"), row.get("task_id")), []).append(row)
+    return [row for cell in latest.values() for row in cell[-repeats:]]

@@ -1,15 +1,16 @@
 """`python -m agent run --shard K/N`: four shards, played as four processes (four machines' rollout folders), fill
-the task x model grid together, each cell once; a shard run again adds nothing."""
+the task x model grid together, each cell once; a shard run again adds nothing, and `--repeats` tops cells up."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 from pathlib import Path
 
 import pytest
 
-from agent.cli import grid_cells, parse_shard
+from agent.cli import _plan_jobs, grid_cells, parse_shard
 from berth_env import load_pack
 
 MODELS = ["baseline:greedy", "baseline:naive", "baseline:hasty"]
@@ -33,6 +34,28 @@ def test_the_slices_are_disjoint_cover_the_grid_and_ignore_the_order_given():
     for bad in ("0/4", "5/4", "2", "a/b", "2/0"):
         with pytest.raises(Exception, match="K/N"):
             parse_shard(bad)
+
+
+class _Rows:
+    def __init__(self, rows: list[dict]) -> None:
+        self._rows = rows
+
+    def rows(self) -> list[dict]:
+        return self._rows
+
+
+def test_repeats_top_each_cell_up_to_r_rollouts_without_errors():
+    def row(model, task, **more):
+        return {"run": "r", "model": model, "task_id": task, "errors": 0, "end_reason": "submitted", **more}
+
+    store = _Rows([row("m", "t1"), row("m", "t2", errors=1), row("m", "t2", end_reason="wall_clock"),
+                   row("m", "t3"), row("m", "t3"), row("m", "t3"), row("m", "t3"), row("m", "t1", run="other")])
+    args = argparse.Namespace(run="r", repeats=3, force=False)
+    jobs, kept = _plan_jobs(args, [("m", "t1"), ("m", "t2"), ("m", "t3")], store)
+    assert sorted(jobs) == [("m", "t1")] * 2 + [("m", "t2")] * 3
+    assert len(kept) == 4  # t1's one and three of t3's four
+    forced, _ = _plan_jobs(argparse.Namespace(run="r", repeats=2, force=True), [("m", "t3")], store)
+    assert forced == [("m", "t3")] * 2
 
 
 def test_four_shard_processes_fill_the_grid_once_and_a_rerun_adds_nothing(warm_python, env_url, tmp_path):
@@ -59,3 +82,8 @@ def test_four_shard_processes_fill_the_grid_once_and_a_rerun_adds_nothing(warm_p
     mine = len(grid_cells(tasks, models, (2, SHARDS)))
     assert f"shard 2/{SHARDS}: {mine} cells: {mine} already in" in again.stderr and "0 to play" in again.stderr
     assert len(cells_in(tmp_path / "machine2")) == mine
+
+    twice = warm_python.run("agent", "run", *common, "--shard", f"2/{SHARDS}", "--repeats", "2",
+                            "--out", str(tmp_path / "machine2"), env=env)
+    assert twice.returncode == 0 and f"{mine} to play" in twice.stderr, twice.stderr[-2000:]
+    assert sorted(cells_in(tmp_path / "machine2")) == sorted(grid_cells(tasks, models, (2, SHARDS)) * 2)
