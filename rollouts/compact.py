@@ -119,12 +119,22 @@ def first_per_episode(table: pa.Table) -> pa.Table:
 
 
 def _foldable(value: Any) -> dict | None:
-    """The row in column order when this JSONL value can go into the Parquet as it is, else None."""
+    """This JSONL value when it can go into the Parquet as a row, else None."""
     if not isinstance(value, dict) or not COLUMNS.keys() <= value.keys():
         return None
     if not valid_episode_id(value.get("episode_id")) or not is_record_rel(value.get("path"), value["episode_id"]):
         return None
-    return {name: coerce_cell(value[name], kind) for name, kind in COLUMNS.items()}
+    return value
+
+
+def _rows_table(rows: list[dict]) -> pa.Table:
+    """Rows -> a table in INDEX_SCHEMA. The store wrote every cell in its column's type, so Arrow takes them as
+    they are; only a file with an odd cell (edited by hand) pays for coercing every cell."""
+    try:
+        return pa.Table.from_pylist(rows, schema=INDEX_SCHEMA)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
+        return pa.Table.from_pylist([{name: coerce_cell(row.get(name), kind) for name, kind in COLUMNS.items()}
+                                     for row in rows], schema=INDEX_SCHEMA)
 
 
 def write_parquet(path: Path, table: pa.Table) -> None:
@@ -168,7 +178,7 @@ def fold_file(jsonl: Path) -> Folded:
         if old.num_rows:
             keep_old = pc.invert(pc.is_in(old.column("episode_id"), pa.array(list(folded), pa.string())))
             old = old.filter(keep_old)
-        write_parquet(target, concat_tables([old, pa.Table.from_pylist(list(folded.values()), schema=INDEX_SCHEMA)]))
+        write_parquet(target, concat_tables([old, _rows_table(list(folded.values()))]))
         rest = b"".join(line + b"\n" for line in kept) + tail
         if rest:
             atomic_write(jsonl, rest)
