@@ -201,22 +201,31 @@ class RolloutStore:
         return filled
 
     def _update_rows(self, rows: dict[str, dict], *, only_stale: bool = False) -> int:
-        """Replace the index rows of these episodes, in place, in the files that hold them (called under _lock)."""
-        self._index.refresh()  # a compaction may have moved rows from a JSONL file into Parquet meanwhile
-        by_file: dict[Path, dict[str, dict]] = {}
-        for episode_id, row in rows.items():
-            file = self._index.file_of.get(episode_id)
-            if file is not None:
-                by_file.setdefault(file, {})[episode_id] = _in_column_order(row)
+        """Replace the index rows of these episodes, in place, in the files that hold them (called under _lock).
+        A compaction may move a row from its JSONL file into Parquet between the look-up and the rewrite: a row
+        not found where it was looked up is looked up again."""
+        left = {episode_id: _in_column_order(row) for episode_id, row in rows.items()}
         changed = 0
-        for file, wanted in by_file.items():
-            if file.suffix == ".parquet":  # compacted (rollouts.compact): the Parquet file is swapped whole
-                count = rewrite_parquet_rows(self.root, file, _replacer(wanted, only_stale=only_stale))
-            else:
-                count = rewrite_lines(file, _replacer(wanted, only_stale=only_stale))
-            if count and self._pusher:
-                self._pusher.notify(file.relative_to(self.root).as_posix())
-            changed += count
+        for _ in range(3):
+            self._index.refresh()
+            by_file: dict[Path, dict[str, dict]] = {}
+            for episode_id, row in left.items():
+                file = self._index.file_of.get(episode_id)
+                if file is not None:
+                    by_file.setdefault(file, {})[episode_id] = row
+            seen: set[str] = set()
+            for file, wanted in by_file.items():
+                change = _replacer(wanted, only_stale=only_stale, seen=seen)
+                if file.suffix == ".parquet":  # compacted (rollouts.compact): the Parquet file is swapped whole
+                    count = rewrite_parquet_rows(self.root, file, change)
+                else:
+                    count = rewrite_lines(file, change)
+                if count and self._pusher:
+                    self._pusher.notify(file.relative_to(self.root).as_posix())
+                changed += count
+            left = {eid: row for wanted in by_file.values() for eid, row in wanted.items() if eid not in seen}
+            if not left:
+                break
         self._index.refresh()
         return changed
 
@@ -376,13 +385,16 @@ class RolloutStore:
 # -- files -------------------------------------------------------------------------------------------------------
 
 
-def _replacer(wanted: dict[str, dict], *, only_stale: bool):
+def _replacer(wanted: dict[str, dict], *, only_stale: bool, seen: set[str]):
     """What `rewrite_lines` does to each line: the wanted row for its episode (only for a row lacking columns, when
-    `only_stale`: a row filled in meanwhile is left alone), else nothing."""
+    `only_stale`: a row filled in meanwhile is left alone), else nothing. Adds each wanted episode met to `seen`."""
     def change(old: Any) -> dict | None:
-        if not isinstance(old, dict) or (only_stale and COLUMNS.keys() <= old.keys()):
+        if not isinstance(old, dict) or old.get("episode_id") not in wanted:
             return None
-        return wanted.get(old.get("episode_id"))
+        seen.add(old["episode_id"])
+        if only_stale and COLUMNS.keys() <= old.keys():
+            return None
+        return wanted[old["episode_id"]]
 
     return change
 

@@ -174,3 +174,24 @@ def test_rows_are_not_folded_into_a_parquet_file_of_an_older_version_until_it_is
     assert "usd" in pq.read_table(target).column_names
     assert compact(tmp_path).rows == 1
     assert sorted(parquet_ids(tmp_path)) == sorted(r["episode_id"] for r in [*records, newer])
+
+
+def test_an_annotation_racing_a_compaction_still_reaches_the_moved_row(tmp_path, monkeypatch):
+    """The compaction lands between the store's look-up of the row (in the JSONL) and its rewrite."""
+    from rollouts import store as store_module
+
+    store, records = fill(tmp_path, 3, seed=10, started="2026-11-29T08:00:00Z")
+    real = store_module.rewrite_lines
+
+    def compacted_first(path, change):
+        compact(tmp_path)
+        return real(path, change)
+
+    monkeypatch.setattr(store_module, "rewrite_lines", compacted_first)
+    target = records[1]["episode_id"]
+    regrade = {"grader_version": "2", "reward": 0.75, "grade": {"feasible": False}, "checks": []}
+    assert store.annotate("regrade", {target: regrade}) == 1
+    assert not list(tmp_path.glob("index/*/*.jsonl"))
+    row = next(r for r in pq.read_table(next(tmp_path.glob("index/*/*.parquet"))).to_pylist()
+               if r["episode_id"] == target)
+    assert row["regrade_reward"] == 0.75 and row["regrade_feasible"] is False
