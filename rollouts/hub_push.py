@@ -15,7 +15,9 @@ It only ever reads the folder, so the folder stays the source of truth; the Hub 
   a failed push like any other.
 - Compaction: before a push, a JSONL index file past COMPACT_OVER_BYTES is folded into its Parquet file
   (rollouts.compact); the commit then adds the Parquet file and deletes (or shrinks) the JSONL on the Hub. Only
-  index files this folder pushed are ever deleted, and only once they are gone from the folder.
+  index files this folder pushed are ever deleted, and only once they are gone from the folder. Every writer
+  pushes the card: before a commit carrying it, the record fields the Hub's card declares are merged in, so a
+  field another writer declared is never dropped.
 - Failures: any error (429, 5xx, network, auth) keeps everything on disk and retries with exponential backoff from
   `retry_base_s` up to `retry_max_s`, never sooner than a `Retry-After` the Hub sent. `status()["last_error"]` says
   what went wrong (never the token).
@@ -42,11 +44,18 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
-from huggingface_hub.errors import HfHubHTTPError, RepositoryNotFoundError
+from huggingface_hub.errors import (
+    EntryNotFoundError,
+    HfHubHTTPError,
+    RepositoryNotFoundError,
+    RevisionNotFoundError,
+)
 from huggingface_hub.utils.sha import git_hash
 
+from rollouts import card as dataset_card
 from rollouts.compact import compact
 from rollouts.jsonio import atomic_write
+from rollouts.layout import CARD
 
 log = logging.getLogger(__name__)
 
@@ -372,6 +381,7 @@ class HubPusher:
         again on the new head after a jittered, growing pause (writers that collided then spread out)."""
         for attempt in range(CONFLICT_RETRIES):
             parent = self._api.repo_info(self.repo_id, repo_type="dataset").sha
+            operations = self._with_their_card_fields(operations, parent)
             try:
                 return self._api.create_commit(self.repo_id, operations, commit_message=_message(operations),
                                                repo_type="dataset", parent_commit=parent)
@@ -384,6 +394,31 @@ class HubPusher:
                          self.repo_id, status, pause)
                 time.sleep(pause)
         raise AssertionError("unreachable")
+
+    def _with_their_card_fields(self, operations: list, parent: str | None) -> list:
+        """The operations with the card we push declaring every record field the Hub's card declares at `parent`
+        too: another writer may have declared a field this folder never saw, and dropping it would break
+        `load_dataset(repo, "rollouts")` on that writer's records. The merged card is kept locally as well."""
+        ours = next((op for op in operations if isinstance(op, CommitOperationAdd) and op.path_in_repo == CARD),
+                    None)
+        if ours is None or parent is None:
+            return operations
+        try:
+            theirs = Path(self._api.hf_hub_download(self.repo_id, CARD, repo_type="dataset", revision=parent))
+            their_fields = dataset_card.record_fields(theirs.read_text(encoding="utf-8"))
+        except (EntryNotFoundError, RevisionNotFoundError):  # no card yet (or no commit yet)
+            return operations
+        with FileLock(self.root / ".push" / "store.lock"):  # the store's lock for card rewrites
+            local = self.root / CARD
+            our_fields = dataset_card.record_fields(local.read_text(encoding="utf-8") if local.is_file() else "")
+            if their_fields <= our_fields:
+                return operations
+            merged = dataset_card.render((our_fields | their_fields) - set(dataset_card.RECORD_FEATURES)).encode()
+            atomic_write(local, merged)
+        log.info("the card of %s declares record field(s) %s this folder lacked: merged", self.repo_id,
+                 ", ".join(sorted(their_fields - our_fields)))
+        return [CommitOperationAdd(path_in_repo=CARD, path_or_fileobj=merged) if op is ours else op
+                for op in operations]
 
     def _spend_commit(self) -> None:
         now = time.monotonic()

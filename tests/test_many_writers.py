@@ -83,3 +83,24 @@ def test_four_writers_push_to_one_dataset_and_every_rollout_lands_once(tmp_path,
         fresh = HubSource(REPO, endpoint=hub.url, token=TOKEN, cache_dir=tmp_path / "reader-cache").load()
         assert fresh.error is None, fresh.error
         assert sorted(fresh.table["episode_id"].to_pylist()) == sorted(ids)
+
+
+def test_a_record_field_one_writer_declared_stays_in_the_card_when_another_pushes(tmp_path, monkeypatch):
+    from rollouts import card as dataset_card
+    from rollouts.store import RolloutStore
+    from testkit.records import make_records
+
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    with running_fakehub(token=TOKEN) as hub:
+        options = {"dataset": REPO, "token": TOKEN, "endpoint": hub.url, "retry_base_s": 0.05}
+        first, plain = make_records(2, seed=30)
+        with RolloutStore(tmp_path / "a", **options) as judged:
+            judged.save({**first, "judge": {"score": 3}})
+            assert judged.flush(timeout=30)
+        assert "judge" in dataset_card.record_fields(hub.files(REPO)["README.md"].decode())
+        with RolloutStore(tmp_path / "b", **options) as other:  # its own card has never heard of `judge`
+            other.save(plain)
+            assert other.flush(timeout=30)
+        assert "judge" in dataset_card.record_fields(hub.files(REPO)["README.md"].decode())
+        assert "judge" in dataset_card.record_fields((tmp_path / "b" / "README.md").read_text())
+        assert len([p for p in hub.files(REPO) if p.startswith("rollouts/")]) == 2
