@@ -364,9 +364,9 @@ class HubPusher:
                 entries.append({**entry, "deleted": True})
         if operations:
             self._spend_commit()
-            info = self._create_commit(operations)
+            oid = self._create_commit(operations)
             for entry in entries:
-                entry.setdefault("commit", info.oid)
+                entry.setdefault("commit", oid)
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         self._journal.append([{**entry, "at": stamp} for entry in entries])
         with self._cond:
@@ -376,15 +376,17 @@ class HubPusher:
         if operations:
             log.info("pushed %d file(s) to %s", len(operations), self.repo_id)
 
-    def _create_commit(self, operations: list):
-        """One commit on top of the head just read; refused because another writer committed first, it is tried
-        again on the new head after a jittered, growing pause (writers that collided then spread out)."""
+    def _create_commit(self, operations: list) -> str | None:
+        """One commit on top of the head just read (its oid); refused because another writer committed first, it
+        is tried again on the new head after a jittered, growing pause (writers that collided then spread out)."""
         for attempt in range(CONFLICT_RETRIES):
             parent = self._api.repo_info(self.repo_id, repo_type="dataset").sha
-            operations = self._with_their_card_fields(operations, parent)
+            operations = self._still_to_delete(self._with_their_card_fields(operations, parent), parent)
+            if not operations:
+                return parent
             try:
                 return self._api.create_commit(self.repo_id, operations, commit_message=_message(operations),
-                                               repo_type="dataset", parent_commit=parent)
+                                               repo_type="dataset", parent_commit=parent).oid
             except HfHubHTTPError as exc:
                 status = exc.response.status_code if exc.response is not None else None
                 if status not in (409, 412) or attempt + 1 == CONFLICT_RETRIES:
@@ -394,6 +396,16 @@ class HubPusher:
                          self.repo_id, status, pause)
                 time.sleep(pause)
         raise AssertionError("unreachable")
+
+    def _still_to_delete(self, operations: list, parent: str | None) -> list:
+        """The operations without deletions of files the Hub no longer has at `parent` (a commit that landed but
+        whose answer was lost deleted them already); the Hub refuses a commit deleting a missing file."""
+        doomed = [op.path_in_repo for op in operations if isinstance(op, CommitOperationDelete)]
+        if not doomed or parent is None:
+            return operations
+        there = {info.path for info in self._api.get_paths_info(self.repo_id, doomed, repo_type="dataset",
+                                                                 revision=parent)}
+        return [op for op in operations if not isinstance(op, CommitOperationDelete) or op.path_in_repo in there]
 
     def _with_their_card_fields(self, operations: list, parent: str | None) -> list:
         """The operations with the card we push declaring every record field the Hub's card declares at `parent`

@@ -244,7 +244,10 @@ class FakeHub:
                     files[value["path"]] = base64.b64decode(value["content"])
                     changed.append(value["path"])
                 elif key == "deletedFile":
-                    files.pop(value["path"], None)
+                    if value["path"] not in files:  # as the Hub refuses it
+                        return JSONResponse({"error": "A file with this name doesn't exist"}, status_code=404,
+                                            headers={"X-Error-Code": "EntryNotFound"})
+                    del files[value["path"]]
                 elif key == "deletedFolder":
                     prefix = value["path"].rstrip("/") + "/"
                     files = {p: d for p, d in files.items() if not p.startswith(prefix)}

@@ -104,3 +104,27 @@ def test_a_record_field_one_writer_declared_stays_in_the_card_when_another_pushe
         assert "judge" in dataset_card.record_fields(hub.files(REPO)["README.md"].decode())
         assert "judge" in dataset_card.record_fields((tmp_path / "b" / "README.md").read_text())
         assert len([p for p in hub.files(REPO) if p.startswith("rollouts/")]) == 2
+
+
+def test_a_folded_jsonl_file_is_deleted_on_the_hub_once_even_when_the_answer_is_lost(tmp_path, monkeypatch):
+    from rollouts.compact import compact
+    from rollouts.store import RolloutStore
+    from testkit.records import make_records
+
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    with running_fakehub(token=TOKEN) as hub:
+        store = RolloutStore(tmp_path / "a", writer_id="w1", dataset=REPO, token=TOKEN, endpoint=hub.url,
+                             retry_base_s=0.05)
+        with store:
+            for record in make_records(3, seed=40, started="2026-11-29T10:00:00Z"):
+                store.save(record)
+            assert store.flush(timeout=30)
+            assert "index/2026-11-29/w1.jsonl" in hub.files(REPO)
+            assert compact(tmp_path / "a").rows == 3
+            hub.fail("commit", status=500, after_apply=True)  # the deleting commit lands; its answer is lost
+            assert store.flush(timeout=30)
+        files = hub.files(REPO)
+        assert "index/2026-11-29/w1.jsonl" not in files and "index/2026-11-29/w1.parquet" in files
+        assert sorted(hub_index_rows(files, tmp_path), key=lambda r: r["episode_id"]) == sorted(
+            store.rows(), key=lambda r: r["episode_id"])
+        assert hub.hits("commit")[-1][3] == 500  # the retry found nothing left to commit, and sent nothing
