@@ -40,7 +40,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from filelock import FileLock
 
-from rollouts.jsonio import atomic_write, held_lock
+from rollouts.jsonio import atomic_write, fsync_dir, held_lock
 from rollouts.layout import INDEX_DIR, INDEX_GLOB, PUSH_DIR, is_record_rel
 from rollouts.schema import COLUMNS, coerce_cell, valid_episode_id
 from rollouts.sources import INDEX_SCHEMA, _valid_rows, concat_tables
@@ -184,6 +184,7 @@ def fold_file(jsonl: Path) -> Folded:
             atomic_write(jsonl, rest)
         else:
             jsonl.unlink()
+            fsync_dir(jsonl.parent)  # the removal is durable, as the rename before it
     log.info("folded %d index row(s) of %s into %s", len(folded), jsonl.name, target.name)
     return Folded(rows=len(folded), kept=len(kept), files=1)
 
