@@ -6,6 +6,12 @@ tasks load the tasks dataset first (TASKS_DATASET: every dock-v1 task; offline, 
 One thread pool per model, so a slow model never holds the workers a fast one needs. Every finished rollout goes
 through the rollout store (the dataset layout in ROLLOUT_DIR; pushed to the Hub with --dataset). A rerun resumes:
 episodes the folder already holds for the same run, model and task, without errors, are skipped.
+
+`--repeats R` plays every task x model cell R times (resuming counts the rollouts a cell already has).
+`--shard K/N` plays the K-th of N disjoint slices of the task x model grid, so N machines fill one dataset
+together: the grid is ordered by task id, then model spec (whatever order they were given in), and cell i goes
+to shard i % N + 1 with all its repeats. Every machine must be given the same models, tasks and repeats; each
+resumes its own slice.
 """
 
 from __future__ import annotations
@@ -56,6 +62,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS)
     run.add_argument("--wall-clock", type=float, default=DEFAULT_WALL_CLOCK_S, help="seconds per episode")
     run.add_argument("--force", action="store_true", help="rerun episodes the folder already holds")
+    run.add_argument("--repeats", type=_positive, default=1, metavar="R",
+                     help="play each task x model cell R times, e.g. to average over sampling (default: 1)")
+    run.add_argument("--shard", type=parse_shard, metavar="K/N",
+                     help="play only the K-th of N disjoint slices of the task x model grid (e.g. 2/4)")
     cli_board.add_parser(commands)
     cli_regrade.add_parser(commands)
     cli_tasks.add_parser(commands)
@@ -106,6 +116,33 @@ def _task_ids(args: argparse.Namespace) -> list[str]:
     return tasks[: args.limit] if args.limit else tasks
 
 
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"a whole number of at least 1, not {text!r}")
+    return int(text)
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """`K/N` -> (K, N), 1 <= K <= N."""
+    k, slash, n = text.partition("/")
+    if not (slash and k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
+        raise argparse.ArgumentTypeError(f"a shard is K/N with 1 <= K <= N, e.g. 2/4; got {text!r}")
+    return int(k), int(n)
+
+
+def grid_cells(task_ids: list[str], models: list[str], shard: tuple[int, int] | None = None) -> list[tuple[str, str]]:
+    """The (model, task) cells of the grid, task-major (every model has episodes in flight from the start); with
+    `shard` (K, N) only the K-th of N slices. The slices are cut from the grid sorted by task id and model spec, so
+    they do not depend on the order the tasks and models were given in."""
+    cells = [(model, task_id) for task_id in task_ids for model in models]
+    if shard is None:
+        return cells
+    k, n = shard
+    ordered = sorted(set(cells), key=lambda cell: (cell[1], cell[0]))
+    mine = {cell for i, cell in enumerate(ordered) if i % n == k - 1}
+    return [cell for cell in cells if cell in mine]
+
+
 def run_batch(args: argparse.Namespace, task_ids: list[str]) -> int:
     """Play every (model, task) the folder does not hold yet, save each rollout, then write the run's board."""
     root = args.out or default_rollout_dir()
@@ -116,9 +153,11 @@ def run_batch(args: argparse.Namespace, task_ids: list[str]) -> int:
     if args.env_url is None:
         embedded_url()  # start it once, before the pools race to
     preload_and_freeze()
-    jobs, kept = _plan_jobs(args, task_ids, store)
-    print(f"{len(task_ids)} tasks x {len(args.model)} models: {len(kept)} already in {root}, {len(jobs)} to play",
-          file=sys.stderr)
+    cells = grid_cells(task_ids, args.model, args.shard)
+    jobs, kept = _plan_jobs(args, cells, store)
+    slice_note = f", shard {args.shard[0]}/{args.shard[1]}: {len(cells)} cells" if args.shard else ""
+    print(f"{len(task_ids)} tasks x {len(args.model)} models{slice_note}: {len(kept)} already in {root}, "
+          f"{len(jobs)} to play", file=sys.stderr)
     interrupted = _play_jobs(args, jobs, store)
     store.fill_index()  # rows a resumed run kept from an older version get the board's newer columns
     _write_board(args, task_ids, store, root)
@@ -129,19 +168,21 @@ def run_batch(args: argparse.Namespace, task_ids: list[str]) -> int:
     return 130 if interrupted else 0
 
 
-def _plan_jobs(args: argparse.Namespace, task_ids: list[str],
+def _plan_jobs(args: argparse.Namespace, cells: list[tuple[str, str]],
                store: RolloutStore) -> tuple[list[tuple[str, str]], list[dict]]:
-    """(model, task) pairs to play, task-major so every model has episodes in flight from the start, and the
-    rows already saved for the others (a resumed run skips them unless --force)."""
+    """The episodes to play, one (model, task) each, so that every cell has `--repeats` rollouts of this run
+    without errors, and the rows already saved that count towards them (a resumed run keeps them unless
+    --force, which plays every cell again)."""
     jobs, kept = [], []
-    for task_id in task_ids:
-        for model in args.model:
-            done = [r for r in store.find(run=args.run, model=model, task_id=task_id)
-                    if not r.get("errors") and r.get("end_reason") not in RERUN_END_REASONS]
-            if done and not args.force:
-                kept.append(done[-1])
-            else:
-                jobs.append((model, task_id))
+    done: dict[tuple[str, str], list[dict]] = {}
+    for row in store.rows():  # once: find() per cell would re-read the index for every cell of a big grid
+        if row.get("run") == args.run and not row.get("errors") and row.get("end_reason") not in RERUN_END_REASONS:
+            done.setdefault((row.get("model"), row.get("task_id")), []).append(row)
+    repeats = args.repeats
+    for cell in cells:
+        have = [] if args.force else done.get(cell, [])[-repeats:]
+        kept += have
+        jobs += [cell] * (repeats - len(have))
     return jobs, kept
 
 
@@ -193,11 +234,12 @@ def _follow(futures: list[Future], bar: tqdm) -> None:
 
 
 def _write_board(args: argparse.Namespace, task_ids: list[str], store: RolloutStore, root: Path) -> None:
-    """The run's leaderboard (latest rollout per model and task) to stdout and runs/<run>/board.md."""
+    """The run's leaderboard (the latest --repeats rollouts per model and task) to stdout and
+    runs/<run>/board.md."""
     wanted = set(task_ids)
     rows = [r for r in store.rows() if r.get("run") == args.run and r.get("model") in args.model
             and r.get("task_id") in wanted]
-    board = board_markdown(leaderboard(_latest(rows))) + "\n" + price_note()
+    board = board_markdown(leaderboard(_latest(rows, args.repeats))) + "\n" + price_note()
     board_path = root / "runs" / args.run / "board.md"
     board_path.parent.mkdir(parents=True, exist_ok=True)
     board_path.write_text(board)
@@ -216,9 +258,9 @@ def _running_means(records: list[dict]) -> str:
     return "  ".join(f"{m}: {sum(v) / len(v):.3f}" for m, v in by_model.items())
 
 
-def _latest(rows: list[dict]) -> list[dict]:
-    """One row per (model, task): the latest rollout, so a rerun with --force replaces the earlier one."""
-    latest: dict[tuple, dict] = {}
+def _latest(rows: list[dict], repeats: int = 1) -> list[dict]:
+    """The latest `repeats` rows per (model, task), so a rerun with --force replaces the earlier ones."""
+    latest: dict[tuple, list[dict]] = {}
     for row in sorted(rows, key=lambda r: r.get("started") or ""):
-        latest[(row.get("model"), row.get("task_id"))] = row
-    return list(latest.values())
+        latest.setdefault((row.get("model"), row.get("task_id")), []).append(row)
+    return [row for cell in latest.values() for row in cell[-repeats:]]

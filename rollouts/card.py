@@ -1,7 +1,9 @@
 """The rollout dataset's README.md: what it holds, its licence, and the YAML that tells `datasets` how to read it.
 
 Two configs: `index` (default; the flat rows in `index/*/*.jsonl`) and `rollouts` (the full records in
-`rollouts/*/*.json`). Both declare their features, so the column types never depend on which files happen to be read:
+`rollouts/*/*.json`). Compacted index rows (`index/*/*.parquet`, rollouts.compact) are no config: `datasets` picks
+one builder for a whole repo from its first config's files, so a Parquet config beside the JSON ones would be read
+as JSON; the card says how to read them (the Parquet builder, DuckDB, pandas). Both declare their features, so the column types never depend on which files happen to be read:
 
 - `index` columns are flat scalars with the types of `rollouts.schema.COLUMNS`;
 - `rollouts` nested parts (`messages`, `steps`, `final`, ...) vary in shape from record to record (a tool result is
@@ -70,13 +72,19 @@ included), every checked and submitted plan with the server's answer, the grade,
 README.md                                   this card
 rollouts/<YYYY-MM-DD>/<episode_id>.json     one full rollout record per file (date = episode start, UTC)
 index/<YYYY-MM-DD>/<writer_id>.jsonl        one flat row per rollout, appended by each writer process
+index/<YYYY-MM-DD>/<writer_id>.parquet      the same rows, compacted: older rows folded out of the JSONL file
 ```
+
+Several processes and machines write to this dataset at once; each writes only its own index files (`writer_id`).
+A rollout's index row is in exactly one of its writer's two files for that day: the JSONL file holds the rows
+appended since the last compaction, the Parquet file (same columns, `started` as ISO 8601 text) everything folded
+before. Should a compaction be interrupted, a row may briefly sit in both: keep one row per `episode_id`.
 
 ## Configs
 
-- `index` (default): one row per rollout with flat columns (`model`, `model_name`, `task_id`, `difficulty`,
-  `reward`, `feasible`, `cost`, `turns`, `checks`, tokens, `end_reason`, `errors`, ...) and `path`, the record's
-  file in this repository. Convergence and price figures come with each row: `checks_to_feasible`,
+- `index` (default): the rows of the JSONL index files (the compacted ones are read below), one per rollout,
+  with flat columns (`model`, `model_name`, `task_id`, `difficulty`, `reward`, `feasible`, `cost`, `turns`,
+  `checks`, tokens, `end_reason`, `errors`, ...) and `path`, the record's file in this repository. Convergence and price figures come with each row: `checks_to_feasible`,
   `turns_to_feasible` and `tokens_to_feasible` (output tokens) until the first feasible `check_plan`,
   `first_check_cost` and `best_check_cost` of the feasible checked plans, `check_costs` (every check's cost in
   order, null where infeasible, as JSON text), `beat_naive` (the submitted plan is feasible and cheaper than the
@@ -90,6 +98,8 @@ index/<YYYY-MM-DD>/<writer_id>.jsonl        one flat row per rollout, appended b
 from datasets import load_dataset
 index = load_dataset("<this repo or a local copy>", "index", split="train")
 records = load_dataset("<this repo or a local copy>", "rollouts", split="train")
+# The compacted index rows (pandas.read_parquet and DuckDB read `hf://datasets/<repo>/index/*/*.parquet` too):
+compacted = load_dataset("parquet", data_files="hf://datasets/<this repo>/index/*/*.parquet", split="train")
 ```
 
 To open one rollout, download `rollouts/<date>/<episode_id>.json` (the `path` column) and read it as JSON.

@@ -8,6 +8,16 @@ It only ever reads the folder, so the folder stays the source of truth; the Hub 
   MAX_COMMITS_PER_HOUR commits an hour (the Hub allows about 128 per repo). The card and the records go first and
   the index files (append-only, pushed whole each time they grew) last, so an index row on the Hub points at a
   record that is already there, and a card that declares a new record field lands before the record.
+- Many writers: several processes and machines may push to one dataset at once. Each writes only its own files
+  (records are named by episode id, index files by writer id), so their commits never touch the same path; each
+  commit names its parent (`parent_commit`, the head just read) and one refused because another writer committed
+  first (HTTP 412/409) is retried on the new head with jittered backoff (CONFLICT_RETRIES times), then counts as
+  a failed push like any other.
+- Compaction: before a push, a JSONL index file past COMPACT_OVER_BYTES is folded into its Parquet file
+  (rollouts.compact); the commit then adds the Parquet file and deletes (or shrinks) the JSONL on the Hub. Only
+  index files this folder pushed are ever deleted, and only once they are gone from the folder. Every writer
+  pushes the card: before a commit carrying it, the record fields the Hub's card declares are merged in, so a
+  field another writer declared is never dropped.
 - Failures: any error (429, 5xx, network, auth) keeps everything on disk and retries with exponential backoff from
   `retry_base_s` up to `retry_max_s`, never sooner than a `Retry-After` the Hub sent. `status()["last_error"]` says
   what went wrong (never the token).
@@ -26,22 +36,35 @@ from __future__ import annotations
 import json
 import logging
 import os
+import random
 import threading
 import time
 from collections import deque
 from pathlib import Path
 
 from filelock import FileLock, Timeout
-from huggingface_hub import CommitOperationAdd, HfApi
-from huggingface_hub.errors import HfHubHTTPError, RepositoryNotFoundError
+from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
+from huggingface_hub.errors import (
+    EntryNotFoundError,
+    HfHubHTTPError,
+    RepositoryNotFoundError,
+    RevisionNotFoundError,
+)
 from huggingface_hub.utils.sha import git_hash
 
+from rollouts import card as dataset_card
+from rollouts.compact import compact
 from rollouts.jsonio import atomic_write
+from rollouts.layout import CARD
 
 log = logging.getLogger(__name__)
 
 MAX_FILES_PER_COMMIT = 90
 MAX_COMMITS_PER_HOUR = 100
+COMPACT_OVER_BYTES = 4 << 20  # a JSONL index file this large (about 5,000 rows) is folded into Parquet
+CONFLICT_RETRIES = 8
+CONFLICT_BASE_S = 0.2
+CONFLICT_MAX_S = 10.0
 
 
 class PushJournal:
@@ -110,7 +133,7 @@ class PushJournal:
 def dataset_files(root: Path) -> list[str]:
     """The folder's files that belong in the dataset repo, card first, then records, then index files."""
     files = ["README.md"] if (root / "README.md").is_file() else []
-    for pattern in ("rollouts/*/*.json", "index/*/*.jsonl"):
+    for pattern in ("rollouts/*/*.json", "index/*/*.jsonl", "index/*/*.parquet"):
         files += sorted(p.relative_to(root).as_posix() for p in root.glob(pattern) if not p.name.startswith("."))
     return files
 
@@ -126,7 +149,14 @@ def pending_files(root: Path, journal: PushJournal) -> list[str]:
         entry = journal.get(rel)
         if entry is None or entry.get("size") != stat.st_size or entry.get("mtime_ns") != stat.st_mtime_ns:
             pending.append(rel)
-    return pending
+    return pending + vanished_index_files(root, journal)
+
+
+def vanished_index_files(root: Path, journal: PushJournal) -> list[str]:
+    """Index files pushed from this folder and since removed from it (a compaction folded every row): to delete
+    on the Hub, where their rows would otherwise count twice beside the Parquet file."""
+    return sorted(rel for rel, entry in journal.entries.items()
+                  if rel.startswith("index/") and not entry.get("deleted") and not (root / rel).exists())
 
 
 def plan_commits(pending: list[str], limit: int = MAX_FILES_PER_COMMIT) -> list[list[str]]:
@@ -272,6 +302,7 @@ class HubPusher:
                 self._journal.compact()
                 with self._cond:
                     self._noticed = set()
+                self._compact_index()
                 pending = pending_files(self.root, self._journal)
                 with self._cond:
                     self._waiting = {rel for rel in pending if rel.startswith("rollouts/")} | self._noticed
@@ -297,16 +328,28 @@ class HubPusher:
             self._repo_ready = False
             raise
 
+    def _compact_index(self) -> None:
+        """Fold JSONL index files past COMPACT_OVER_BYTES into Parquet; a failure leaves them to the next cycle."""
+        try:
+            compact(self.root, min_bytes=COMPACT_OVER_BYTES)
+        except Exception as exc:  # the JSONL rows are still there and still pushed
+            log.warning("compacting the index of %s failed: %s", self.root, exc)
+
     def _commit(self, batch: list[str]) -> None:
-        operations, entries = [], []
+        operations: list[CommitOperationAdd | CommitOperationDelete] = []
+        entries = []
         for rel in batch:
             path = self.root / rel
             try:
                 stat = path.stat()  # before reading: a change after this shows as a new version next time
                 data = path.read_bytes()
             except FileNotFoundError:
+                known = self._journal.get(rel)
+                if rel.startswith("index/") and known and not known.get("deleted"):  # folded by a compaction
+                    operations.append(CommitOperationDelete(path_in_repo=rel))
+                    entries.append({"path": rel, "deleted": True})
                 continue
-            if rel.startswith("index/"):
+            if rel.endswith(".jsonl"):
                 data = data[: data.rfind(b"\n") + 1]  # whole rows only
             entry = {"path": rel, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha1": git_hash(data)}
             known = self._journal.get(rel)
@@ -315,12 +358,15 @@ class HubPusher:
             elif data:
                 operations.append(CommitOperationAdd(path_in_repo=rel, path_or_fileobj=data))
                 entries.append(entry)
+            elif rel.startswith("index/") and known and not known.get("deleted"):
+                # Every whole row was folded into Parquet (a torn tail may remain): the Hub's copy goes.
+                operations.append(CommitOperationDelete(path_in_repo=rel))
+                entries.append({**entry, "deleted": True})
         if operations:
             self._spend_commit()
-            info = self._api.create_commit(self.repo_id, operations, commit_message=_message(operations),
-                                           repo_type="dataset")
+            oid = self._create_commit(operations)
             for entry in entries:
-                entry.setdefault("commit", info.oid)
+                entry.setdefault("commit", oid)
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         self._journal.append([{**entry, "at": stamp} for entry in entries])
         with self._cond:
@@ -329,6 +375,62 @@ class HubPusher:
                 self._last_push = stamp
         if operations:
             log.info("pushed %d file(s) to %s", len(operations), self.repo_id)
+
+    def _create_commit(self, operations: list) -> str | None:
+        """One commit on top of the head just read (its oid); refused because another writer committed first, it
+        is tried again on the new head after a jittered, growing pause (writers that collided then spread out)."""
+        for attempt in range(CONFLICT_RETRIES):
+            parent = self._api.repo_info(self.repo_id, repo_type="dataset").sha
+            operations = self._still_to_delete(self._with_their_card_fields(operations, parent), parent)
+            if not operations:
+                return parent
+            try:
+                return self._api.create_commit(self.repo_id, operations, commit_message=_message(operations),
+                                               repo_type="dataset", parent_commit=parent).oid
+            except HfHubHTTPError as exc:
+                status = exc.response.status_code if exc.response is not None else None
+                if status not in (409, 412) or attempt + 1 == CONFLICT_RETRIES:
+                    raise
+                pause = min(CONFLICT_MAX_S, CONFLICT_BASE_S * 2 ** attempt) * random.uniform(0.5, 1.5)
+                log.info("commit to %s refused (HTTP %s: another writer committed first); again in %.2fs",
+                         self.repo_id, status, pause)
+                time.sleep(pause)
+        raise AssertionError("unreachable")
+
+    def _still_to_delete(self, operations: list, parent: str | None) -> list:
+        """The operations without deletions of files the Hub no longer has at `parent` (a commit that landed but
+        whose answer was lost deleted them already); the Hub refuses a commit deleting a missing file."""
+        doomed = [op.path_in_repo for op in operations if isinstance(op, CommitOperationDelete)]
+        if not doomed or parent is None:
+            return operations
+        there = {info.path for info in self._api.get_paths_info(self.repo_id, doomed, repo_type="dataset",
+                                                                 revision=parent)}
+        return [op for op in operations if not isinstance(op, CommitOperationDelete) or op.path_in_repo in there]
+
+    def _with_their_card_fields(self, operations: list, parent: str | None) -> list:
+        """The operations with the card we push declaring every record field the Hub's card declares at `parent`
+        too: another writer may have declared a field this folder never saw, and dropping it would break
+        `load_dataset(repo, "rollouts")` on that writer's records. The merged card is kept locally as well."""
+        ours = next((op for op in operations if isinstance(op, CommitOperationAdd) and op.path_in_repo == CARD),
+                    None)
+        if ours is None or parent is None:
+            return operations
+        try:
+            theirs = Path(self._api.hf_hub_download(self.repo_id, CARD, repo_type="dataset", revision=parent))
+            their_fields = dataset_card.record_fields(theirs.read_text(encoding="utf-8"))
+        except (EntryNotFoundError, RevisionNotFoundError):  # no card yet (or no commit yet)
+            return operations
+        with FileLock(self.root / ".push" / "store.lock"):  # the store's lock for card rewrites
+            local = self.root / CARD
+            our_fields = dataset_card.record_fields(local.read_text(encoding="utf-8") if local.is_file() else "")
+            if their_fields <= our_fields:
+                return operations
+            merged = dataset_card.render((our_fields | their_fields) - set(dataset_card.RECORD_FEATURES)).encode()
+            atomic_write(local, merged)
+        log.info("the card of %s declares record field(s) %s this folder lacked: merged", self.repo_id,
+                 ", ".join(sorted(their_fields - our_fields)))
+        return [CommitOperationAdd(path_in_repo=CARD, path_or_fileobj=merged) if op is ours else op
+                for op in operations]
 
     def _spend_commit(self) -> None:
         now = time.monotonic()
@@ -374,7 +476,7 @@ def _retry_after(exc: Exception) -> float | None:
         return None
 
 
-def _message(operations: list[CommitOperationAdd]) -> str:
+def _message(operations: list[CommitOperationAdd | CommitOperationDelete]) -> str:
     paths = [op.path_in_repo for op in operations]
     rollouts = sum(rel.startswith("rollouts/") for rel in paths)
     parts = [f"add {rollouts} rollout{'s' * (rollouts != 1)}"] if rollouts else []

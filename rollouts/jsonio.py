@@ -7,6 +7,7 @@
   one, so a rewrite never loses a line appended while it ran.
 - `encode_record`: a record as one line of UTF-8 JSON (`datasets` cannot read pretty-printed files once `json`
   features are declared).
+- `held_lock`: a JSONL file locked as appends and rewrites lock it (compaction folds it under this lock).
 - `JsonlTail`: reads a growing JSONL file from where the last read stopped; a last line without its newline is
   torn or still being written, so it waits for the next read. Unreadable lines are counted, not dropped silently.
 """
@@ -20,6 +21,7 @@ import math
 import os
 import secrets
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -99,6 +101,26 @@ def rewrite_lines(path: Path, change: Callable[[Any], Any]) -> int:
             if changed:
                 atomic_write(path, b"\n".join([*lines, tail]))
             return changed
+        finally:
+            os.close(fd)
+
+
+@contextmanager
+def held_lock(path: Path) -> Iterator[int | None]:
+    """The file at `path` opened for reading and locked as appends and rewrites lock it (None when it does not
+    exist): while held, no line is appended to it and it is not swapped."""
+    while True:
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            yield None
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            if not _still_at(fd, path):
+                continue  # swapped or removed while we waited: lock the file now at `path`
+            yield fd
+            return
         finally:
             os.close(fd)
 

@@ -5,6 +5,7 @@ Layout: rollouts.layout (the same in the folder and in the Hub dataset):
     README.md                                 the dataset card (rollouts.card), written when missing
     rollouts/<YYYY-MM-DD>/<episode_id>.json   the record, on one line (see rollouts.card for why)
     index/<YYYY-MM-DD>/<writer_id>.jsonl      one flat row per rollout (rollouts.schema), appended
+    index/<YYYY-MM-DD>/<writer_id>.parquet    the same rows, compacted (rollouts.compact)
     .push/                                    the push journal and locks (never pushed, never read by datasets)
     .set-aside/                               records the schema refused, each with its reason (never pushed)
 
@@ -34,7 +35,9 @@ from typing import Any
 from filelock import FileLock
 
 from rollouts import card as dataset_card
-from rollouts.jsonio import JsonlTail, append_line, atomic_write, encode_record, json_line, rewrite_lines
+from rollouts.compact import rewrite_parquet_rows
+from rollouts.index_files import IndexFiles
+from rollouts.jsonio import append_line, atomic_write, encode_record, json_line, rewrite_lines
 from rollouts.layout import (
     CARD,
     INDEX_GLOB,
@@ -84,7 +87,7 @@ class RolloutStore:
         (self.root / PUSH_DIR).mkdir(exist_ok=True)
         self._lock = threading.RLock()  # one save (and one index refresh) at a time in this process
         self._shared = FileLock(self.root / PUSH_DIR / "store.lock")  # card rewrites and repairs, across processes
-        self._index = _IndexFiles(self.root)
+        self._index = IndexFiles(self.root)
         with self._shared:
             self._card_fields = self._sync_card()
             self._repair_torn_rows()
@@ -145,6 +148,7 @@ class RolloutStore:
         if field not in ANNOTATIONS:
             raise ValueError(f"{field!r} is not a field added after the fact ({', '.join(ANNOTATIONS)})")
         with self._lock:
+            self._index.refresh()  # the rows as they are now, wherever a compaction put them
             records = {}
             for episode_id, value in values.items():
                 record = self.load(episode_id)
@@ -197,18 +201,31 @@ class RolloutStore:
         return filled
 
     def _update_rows(self, rows: dict[str, dict], *, only_stale: bool = False) -> int:
-        """Replace the index rows of these episodes, in place, in the files that hold them (called under _lock)."""
-        by_file: dict[Path, dict[str, dict]] = {}
-        for episode_id, row in rows.items():
-            file = self._index.file_of.get(episode_id)
-            if file is not None:
-                by_file.setdefault(file, {})[episode_id] = _in_column_order(row)
+        """Replace the index rows of these episodes, in place, in the files that hold them (called under _lock).
+        A compaction may move a row from its JSONL file into Parquet between the look-up and the rewrite: a row
+        not found where it was looked up is looked up again."""
+        left = {episode_id: _in_column_order(row) for episode_id, row in rows.items()}
         changed = 0
-        for file, wanted in by_file.items():
-            count = rewrite_lines(file, _replacer(wanted, only_stale=only_stale))
-            if count and self._pusher:
-                self._pusher.notify(file.relative_to(self.root).as_posix())
-            changed += count
+        for _ in range(3):
+            self._index.refresh()
+            by_file: dict[Path, dict[str, dict]] = {}
+            for episode_id, row in left.items():
+                file = self._index.file_of.get(episode_id)
+                if file is not None:
+                    by_file.setdefault(file, {})[episode_id] = row
+            seen: set[str] = set()
+            for file, wanted in by_file.items():
+                change = _replacer(wanted, only_stale=only_stale, seen=seen)
+                if file.suffix == ".parquet":  # compacted (rollouts.compact): the Parquet file is swapped whole
+                    count = rewrite_parquet_rows(self.root, file, change)
+                else:
+                    count = rewrite_lines(file, change)
+                if count and self._pusher:
+                    self._pusher.notify(file.relative_to(self.root).as_posix())
+                changed += count
+            left = {eid: row for wanted in by_file.values() for eid, row in wanted.items() if eid not in seen}
+            if not left:
+                break
         self._index.refresh()
         return changed
 
@@ -365,68 +382,19 @@ class RolloutStore:
                 log.error("cannot index %s: %s", path, exc)
 
 
-class _IndexFiles:
-    """The rows of index/*/*.jsonl, read incrementally (each file from where the last read stopped), one per
-    episode (the first row wins), with the file each came from.
-
-    A row whose path does not fit the layout, or names another episode, is skipped and counted: a planted row
-    must never make a reader open a file outside the store. A file swapped by a rewrite (fill_index, annotate) is
-    read again whole, and the rows are rebuilt from every file's rows.
-    """
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.rows: list[dict] = []
-        self.by_id: dict[str, dict] = {}
-        self.file_of: dict[str, Path] = {}
-        self._refused: dict[Path, int] = {}
-        self._tails: dict[Path, JsonlTail] = {}
-        self._file_rows: dict[Path, list[dict]] = {}
-
-    @property
-    def skipped(self) -> int:
-        """Index lines left out: unreadable, or pointing outside the layout."""
-        return sum(self._refused.values()) + sum(tail.skipped for tail in self._tails.values())
-
-    def add(self, row: dict, file: Path) -> None:
-        if row.get("episode_id") not in self.by_id:
-            self.by_id[row["episode_id"]] = row
-            self.file_of[row["episode_id"]] = file
-            self.rows.append(row)
-
-    def refresh(self) -> None:
-        swapped = False
-        for file in sorted(self.root.glob(INDEX_GLOB)):
-            tail = self._tails.setdefault(file, JsonlTail(file))
-            restarts = tail.restarts
-            values = tail.read()
-            if tail.restarts != restarts:
-                self._file_rows[file], self._refused[file], swapped = [], 0, True
-            for row in values:
-                if isinstance(row, dict) and valid_episode_id(row.get("episode_id")) and \
-                        is_record_rel(row.get("path"), row["episode_id"]):
-                    self._file_rows.setdefault(file, []).append(row)
-                    self.add(row, file)
-                else:
-                    self._refused[file] = self._refused.get(file, 0) + 1
-                    log.warning("skipping an index row of %s that does not point into the store", file)
-        if swapped:
-            self.rows, self.by_id, self.file_of = [], {}, {}
-            for file in sorted(self._file_rows):
-                for row in self._file_rows[file]:
-                    self.add(row, file)
-
-
 # -- files -------------------------------------------------------------------------------------------------------
 
 
-def _replacer(wanted: dict[str, dict], *, only_stale: bool):
+def _replacer(wanted: dict[str, dict], *, only_stale: bool, seen: set[str]):
     """What `rewrite_lines` does to each line: the wanted row for its episode (only for a row lacking columns, when
-    `only_stale`: a row filled in meanwhile is left alone), else nothing."""
+    `only_stale`: a row filled in meanwhile is left alone), else nothing. Adds each wanted episode met to `seen`."""
     def change(old: Any) -> dict | None:
-        if not isinstance(old, dict) or (only_stale and COLUMNS.keys() <= old.keys()):
+        if not isinstance(old, dict) or old.get("episode_id") not in wanted:
             return None
-        return wanted.get(old.get("episode_id"))
+        seen.add(old["episode_id"])
+        if only_stale and COLUMNS.keys() <= old.keys():
+            return None
+        return wanted[old["episode_id"]]
 
     return change
 

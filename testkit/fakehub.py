@@ -3,7 +3,8 @@
 Enough for huggingface_hub 2.4 (`create_repo`, `create_commit`, `repo_info`, `list_repo_tree`, `get_paths_info`,
 `hf_hub_download`, `HfFileSystem`) and for `datasets.load_dataset(repo, config)` pointed at it with `HF_ENDPOINT`.
 Files are stored in memory, every commit keeps a snapshot (so a revision sha reads as it was) and changes the sha
-that `resolve` reports in `X-Repo-Commit`. Uploads always take the "regular" path (base64 inside the NDJSON commit);
+that `resolve` reports in `X-Repo-Commit`. A commit naming a parent (`parent_commit`) that is no longer the head
+is refused with 412, as the Hub refuses it. Uploads always take the "regular" path (base64 inside the NDJSON commit);
 preupload reports the git oid of files already in the repo, as the Hub does, so unchanged files are skipped.
 
 Fault injection, for the store's retry tests:
@@ -230,6 +231,11 @@ class FakeHub:
         lines = [json.loads(line) for line in (await request.body()).splitlines() if line.strip()]
         header = next((x["value"] for x in lines if x["key"] == "header"), {})
         with self._lock:
+            parent = header.get("parentCommit")
+            if parent is not None and parent != repo.at("main").oid:
+                # As the Hub answers a commit whose parent is no longer the head (another writer committed first).
+                return JSONResponse({"error": "A commit has happened since. Please refresh and try again."},
+                                    status_code=412)
             files = dict(repo.files)
             changed = []
             for item in lines:
@@ -238,7 +244,10 @@ class FakeHub:
                     files[value["path"]] = base64.b64decode(value["content"])
                     changed.append(value["path"])
                 elif key == "deletedFile":
-                    files.pop(value["path"], None)
+                    if value["path"] not in files:  # as the Hub refuses it
+                        return JSONResponse({"error": "A file with this name doesn't exist"}, status_code=404,
+                                            headers={"X-Error-Code": "EntryNotFound"})
+                    del files[value["path"]]
                 elif key == "deletedFolder":
                     prefix = value["path"].rstrip("/") + "/"
                     files = {p: d for p, d in files.items() if not p.startswith(prefix)}

@@ -14,6 +14,9 @@ Each source answers two questions: `load()` -> its index rows as an Arrow table 
 - `UpstreamSource`: one Parquet file found through the dataset card's `rollouts` config; only the flat columns are
   read for the index, and one row's JSON columns when it is opened.
 
+Our two sources read the compacted `index/*/*.parquet` files too (rollouts.compact), after the JSONL files, and keep
+one row per episode id.
+
 Offline (`HF_HUB_OFFLINE=1`) the Hub sources use what huggingface_hub has cached, if anything, and say so.
 Every error message names the source and the cause, never a token.
 """

@@ -2,9 +2,10 @@
 
 One cheap probe (the repo's current commit, with a short timeout and no retries) comes first: an unchanged commit
 means nothing to read, an unreachable Hub means a clear message at once instead of huggingface_hub's retry loop
-(about 23 s). Then the `index/` tree is listed at that commit and only index files whose blob id changed are
-downloaded (`hf_hub_download`, cached). Offline (`HF_HUB_OFFLINE=1`) what huggingface_hub has cached is used, and
-the page says so. Every error message names the source and the cause, never a token.
+(about 23 s). Then the `index/` tree is listed at that commit and only index files (JSONL, and compacted Parquet)
+whose blob id changed are downloaded (`hf_hub_download`, cached); the rows are one per episode id. Offline
+(`HF_HUB_OFFLINE=1`) what huggingface_hub has cached is used, and the page says so. Every error message names the
+source and the cause, never a token.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from rollouts.compact import first_per_episode, read_parquet_index
 from rollouts.layout import is_record_rel, record_rel_for
 from rollouts.sources import Loaded, SourceError, concat_tables, read_index_lines
 
@@ -165,14 +167,16 @@ class HubSource:
                 if sha == self.revision and self._table is not None:
                     return Loaded(self.name, self.label, table=self._table, changed=False, skipped=self._skipped)
                 listed = dict(self.hub.list_files("index", sha))
-                wanted = {p: oid for p, oid in listed.items() if p.endswith(".jsonl")}
+                wanted = {p: oid for p, oid in listed.items() if p.endswith((".jsonl", ".parquet"))}
                 fetch = [p for p, oid in wanted.items() if self._files.get(p, ("",))[0] != oid]
                 with ThreadPoolExecutor(DOWNLOAD_WORKERS) as workers:
                     tables = list(workers.map(lambda p: self._read(p, sha), fetch))
                 files = {p: v for p, v in self._files.items() if p in wanted}
                 files.update({p: (wanted[p], *read) for p, read in zip(fetch, tables, strict=True)})
                 self._files, self.revision = files, sha
-                self._table = concat_tables([files[p][1] for p in sorted(files)])
+                # JSONL rows first: they win over a compacted copy of the same episode (rollouts.compact).
+                order = sorted(files, key=lambda p: (p.endswith(".parquet"), p))
+                self._table = first_per_episode(concat_tables([files[p][1] for p in order]))
                 self._skipped = sum(files[p][2] for p in files)
                 note = None if wanted else "no index files yet"
                 return Loaded(self.name, self.label, table=self._table, note=note, skipped=self._skipped)
@@ -183,7 +187,10 @@ class HubSource:
                               changed=False)
 
     def _read(self, path: str, revision: str) -> tuple[pa.Table, int]:
-        with open(self.hub.download(path, revision), "rb") as f:
+        local = self.hub.download(path, revision)
+        if path.endswith(".parquet"):
+            return read_parquet_index(local)
+        with open(local, "rb") as f:
             return read_index_lines(f.read())
 
     def record(self, row: dict) -> dict:

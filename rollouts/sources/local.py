@@ -1,7 +1,10 @@
-"""This machine's rollout folder as a Browse source: `index/*/*.jsonl` read incrementally, records on demand.
+"""This machine's rollout folder as a Browse source: `index/*/*.jsonl` read incrementally, `index/*/*.parquet`
+(compacted rows, rollouts.compact) read whole when one changes, records on demand.
 
-An index file is append-only, so a file whose size grew is read from where the last read stopped, and an unchanged
-file (same inode and size) is not opened at all: a rollout played in the app shows up in Browse within a second.
+A JSONL index file is append-only, so a file whose size grew is read from where the last read stopped, and an
+unchanged file (same inode and size) is not opened at all: a rollout played in the app shows up in Browse within a
+second. The JSONL files are read before the Parquet files, and the rows are one per episode id (a JSONL row wins),
+so a read racing a compaction neither misses nor doubles a row.
 """
 
 from __future__ import annotations
@@ -15,9 +18,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from rollouts.layout import INDEX_GLOB, RECORD_GLOB, inside, is_record_rel
+from rollouts.compact import first_per_episode, read_parquet_index
+from rollouts.layout import INDEX_GLOB, INDEX_PARQUET_GLOB, RECORD_GLOB, inside, is_record_rel
 from rollouts.schema import valid_episode_id
-from rollouts.sources import Loaded, SourceError, concat_tables, read_index_lines
+from rollouts.sources import INDEX_SCHEMA, Loaded, SourceError, concat_tables, read_index_lines
 
 
 @dataclass
@@ -40,16 +44,38 @@ class LocalSource:
         self._lock = threading.Lock()
         self._table: pa.Table | None = None
         self._skipped = 0
+        self._parquet_stamps: dict[Path, tuple[int, int, int]] = {}
+        self._parquet = INDEX_SCHEMA.empty_table()
+        self._parquet_skipped = 0
 
     def load(self) -> Loaded:
         """Re-read what changed since the last load; `changed` says whether any row did."""
         with self._lock:
             changed = self._refresh()
+            changed = self._refresh_parquet() or changed  # after the JSONL files: see rollouts.compact
             if changed or self._table is None:
                 if len(self._batches) > self.COMPACT_AFTER:
                     self._batches = [concat_tables(self._batches)]
-                self._table = concat_tables(self._batches)
-            return Loaded(self.name, self.label, table=self._table, changed=changed, skipped=self._skipped)
+                self._table = first_per_episode(concat_tables([*self._batches, self._parquet]))
+            return Loaded(self.name, self.label, table=self._table, changed=changed,
+                          skipped=self._skipped + self._parquet_skipped)
+
+    def _refresh_parquet(self) -> bool:
+        """Read every Parquet index file again when any of them changed, appeared or vanished."""
+        stamps = {}
+        for path in sorted(self.root.glob(INDEX_PARQUET_GLOB)) if self.root.is_dir() else []:
+            try:
+                st = path.stat()
+            except FileNotFoundError:
+                continue
+            stamps[path] = (st.st_ino, st.st_mtime_ns, st.st_size)
+        if stamps == self._parquet_stamps:
+            return False
+        read = [read_parquet_index(path) for path in stamps]
+        self._parquet = concat_tables([table for table, _ in read])
+        self._parquet_skipped = sum(skipped for _, skipped in read)
+        self._parquet_stamps = stamps
+        return True
 
     def _refresh(self) -> bool:
         present = sorted(self.root.glob(INDEX_GLOB)) if self.root.is_dir() else []
