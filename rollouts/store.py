@@ -34,6 +34,7 @@ from typing import Any
 from filelock import FileLock
 
 from rollouts import card as dataset_card
+from rollouts.journal import RunningJournal
 from rollouts.jsonio import JsonlTail, append_line, atomic_write, encode_record, json_line, rewrite_lines
 from rollouts.layout import (
     CARD,
@@ -99,6 +100,11 @@ class RolloutStore:
         self.dataset = dataset if self._pusher else None
         if self._pusher:
             atexit.register(self._flush_at_exit)
+        # Episodes a dead process was playing become `interrupted` records (after the pusher starts, so they go
+        # to the Hub too).
+        self.running = RunningJournal(self.root, self.writer_id)
+        with self._shared:
+            self.running.recover(self.save, self.has)
 
     # -- writing ---------------------------------------------------------------------------------------------------
 
@@ -291,6 +297,7 @@ class RolloutStore:
 
     def close(self, timeout: float = 10.0) -> None:
         """Stop the pusher (an in-flight commit may finish). Unpushed files stay in the folder for the next start."""
+        self.running.close()
         if self._pusher:
             atexit.unregister(self._flush_at_exit)
             self._pusher.close(timeout)

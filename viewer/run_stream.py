@@ -24,6 +24,7 @@ from viewer.context import AppContext
 from viewer.live import LiveView
 from viewer.run_components import RunSection
 from viewer.summary import grade_panel
+from viewer.visitors import visitor_of
 from viewer.wiring import base_url
 
 # Redraw the page at most this often while tokens stream; the chat diff is small, the chart only on new plans.
@@ -59,8 +60,9 @@ class Started:
 
 
 def start_episode(ctx: AppContext, model: str, task_id: str, turns: Any, tokens: Any, server_choice: str,
-                  url: str, keys: dict[str, str], owner: str) -> Started:
-    """Check the request, then start the episode in the background; every problem is a FormError."""
+                  url: str, keys: dict[str, str], owner: str, visitor: str | None = None) -> Started:
+    """Check the request, then start the episode in the background; every problem is a FormError. `owner` may
+    stop it; `visitor` (viewer.visitors) is whom the per-visitor cap counts."""
     model, task_id = (model or "").strip(), (task_id or "").strip()
     if not task_id:
         raise FormError("task", "Pick a task first.")
@@ -86,7 +88,7 @@ def start_episode(ctx: AppContext, model: str, task_id: str, turns: Any, tokens:
     except (TypeError, ValueError):
         raise FormError("limits", "Max turns must be 1-60 and max tokens 256-200000.") from None
     try:
-        run = ctx.registry.start(model, task_id, owner=owner, env_url=server_url, max_turns=max_turns,
+        run = ctx.registry.start(model, task_id, owner=owner, visitor=visitor, env_url=server_url, max_turns=max_turns,
                                  max_tokens=max_tokens, keys={k: v for k, v in keys.items() if v},
                                  source="space", baseline_pace_s=ctx.settings.baseline_pace_s)
     except CapacityError as exc:
@@ -186,7 +188,8 @@ async def api_updates(ctx: AppContext, model: str, task_id: str, max_turns: int,
     """The `run` API: the same episode as the Run tab, as small JSON updates for scripts."""
     owner = getattr(request, "session_hash", None) or "api"
     try:
-        started = start_episode(ctx, model, task_id, max_turns, max_tokens, server or "embedded", "", {}, owner)
+        started = start_episode(ctx, model, task_id, max_turns, max_tokens, server or "embedded", "", {}, owner,
+                                visitor_of(request))
     except FormError as exc:
         raise gr.Error(str(exc)) from None
     run = started.run
