@@ -47,7 +47,15 @@ from rollouts.layout import (
     is_record_rel,
     record_rel,
 )
-from rollouts.schema import ANNOTATIONS, COLUMNS, RecordError, index_row, record_problem, valid_episode_id
+from rollouts.schema import (
+    ANNOTATIONS,
+    COLUMNS,
+    RecordError,
+    index_row,
+    parse_record,
+    record_problem,
+    valid_episode_id,
+)
 
 log = logging.getLogger(__name__)
 
@@ -244,10 +252,10 @@ class RolloutStore:
         if path is None:
             return None
         try:
-            record = json.loads(path.read_bytes())
-        except (OSError, ValueError) as exc:
-            raise RecordError(f"the record of {episode_id} cannot be read ({type(exc).__name__}): the file is "
-                              "damaged or truncated") from None
+            data = path.read_bytes()
+        except OSError:
+            data = b""
+        record = parse_record(data, episode_id)
         problem = record_problem(record)
         if problem is not None:
             raise RecordError(f"the record of {episode_id} breaks the schema: {problem}")
@@ -279,8 +287,13 @@ class RolloutStore:
             path = inside(self.root, row["path"])
             if path is not None and path.is_file():
                 return path
-        # Not indexed (yet): a record whose row was lost, or one another process is saving right now.
-        return next(iter(self.root.glob(f"rollouts/*/{episode_id}.json")), None)
+        # Not indexed (yet): a record whose row was lost, or one another process is saving right now. A file
+        # there that is a link out of the folder is not a record of this store.
+        for found in self.root.glob(f"rollouts/*/{episode_id}.json"):
+            path = inside(self.root, found.relative_to(self.root).as_posix())
+            if path is not None and path.is_file():
+                return path
+        return None
 
     # -- pushing ---------------------------------------------------------------------------------------------------
 
@@ -362,6 +375,9 @@ class RolloutStore:
         now = time.time()
         for path in self.root.glob(RECORD_GLOB):
             if path.stem in self._index.by_id or now - _mtime(path, default=now) < RECOVER_GRACE_S:
+                continue
+            if inside(self.root, path.relative_to(self.root).as_posix()) is None:
+                log.error("not indexing %s: it is a link out of the store", path)
                 continue
             try:
                 record = json.loads(path.read_bytes())
