@@ -89,10 +89,11 @@ def _message(text: str) -> str:
     return value.strip() if isinstance(value, str) else ""
 
 
-async def flood(base_url: str, callers: int, *, timeout_s: float = 90.0, first_visitor: int = 1) -> list[Outcome]:
+async def flood(base_url: str, callers: int, *, timeout_s: float = 90.0, first_visitor: int = 1,
+                data: list | None = None) -> list[Outcome]:
     """`callers` visitors calling `/run` at the same moment; their outcomes in caller order."""
-    return list(await asyncio.gather(*(call_run(base_url, visitor_ip(first_visitor + i), timeout_s=timeout_s)
-                                       for i in range(callers))))
+    return list(await asyncio.gather(*(call_run(base_url, visitor_ip(first_visitor + i), data=data,
+                                                timeout_s=timeout_s) for i in range(callers))))
 
 
 def p95(values: list[float]) -> float:
