@@ -33,7 +33,6 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from testkit.browser import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
-
 from testkit.records import make_records  # noqa: E402
 
 VIEWPORT = {"width": 1440, "height": 900}

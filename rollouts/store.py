@@ -6,6 +6,7 @@ Layout: rollouts.layout (the same in the folder and in the Hub dataset):
     rollouts/<YYYY-MM-DD>/<episode_id>.json   the record, on one line (see rollouts.card for why)
     index/<YYYY-MM-DD>/<writer_id>.jsonl      one flat row per rollout (rollouts.schema), appended
     .push/                                    the push journal and locks (never pushed, never read by datasets)
+    .push/running/                            the records of episodes still running (rollouts.journal)
     .set-aside/                               records the schema refused, each with its reason (never pushed)
 
 A record file is written whole (temp file, fsync, rename, fsync of the folder), so a crash leaves either the old state
