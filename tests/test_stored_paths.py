@@ -1,6 +1,6 @@
 """Stored paths stay inside the store: a planted index row (`../`, an absolute path, another episode's record) is
 skipped, counted and answered exactly like a missing rollout, by every reader; a truncated record gets the same
-clear error from `/rollout`, a watch link and Browse."""
+clear error from `/rollout`, a watch link and Browse (this folder or the Hub dataset)."""
 
 from __future__ import annotations
 
@@ -16,9 +16,12 @@ from agent.runs import RunRegistry
 from rollouts.index import BrowseIndex, RolloutNotFound
 from rollouts.layout import record_rel
 from rollouts.sources import SourceError
+from rollouts.sources.hub import HubSource
 from rollouts.sources.local import LocalSource
 from rollouts.store import RolloutStore
+from testkit.fakehub import running_fakehub
 from testkit.records import make_record
+from tests.browse_helpers import folder_files, publish
 from viewer import api
 from viewer.browse_views import status_markdown
 from viewer.run_section import attach_episode
@@ -121,3 +124,18 @@ def test_a_truncated_record_gets_one_clear_error_on_every_path(planted):
     with pytest.raises(SourceError) as browsed:
         BrowseIndex(LocalSource(planted.root)).record("torn01")
     assert str(browsed.value) == expected
+
+
+def test_a_truncated_record_on_the_hub_gets_the_same_error(tmp_path):
+    token = "hf_test_secret_token"
+    folder = tmp_path / "published"
+    with RolloutStore(folder, writer_id="w1") as store:
+        path = store.save(make_record(seed=4, episode_id="torn02")).path
+    path.write_bytes(path.read_bytes()[:100])
+    with running_fakehub(token=token) as hub:
+        publish(hub.url, "team/torn", folder_files(folder), token=token)
+        source = HubSource("team/torn", endpoint=hub.url, cache_dir=tmp_path / "cache")
+        row = source.load().table.to_pylist()[0]
+        with pytest.raises(SourceError) as caught:
+            source.record(row)
+    assert str(caught.value) == "The record of torn02 cannot be read: the file is damaged or truncated."
