@@ -16,7 +16,7 @@ import sys
 
 import gradio as gr
 
-from viewer import api, browse_api, play_api
+from viewer import api, browse_api, gradio_sessions, play_api
 from viewer import browse_handlers as browse_on
 from viewer.browse_components import BrowseSection
 from viewer.browse_section import build_browse_section, wire_page_load
@@ -78,6 +78,8 @@ HEAD = "<style>@media (max-width: 640px) { .gradio-container .main.app {padding-
 
 def build_app(ctx: AppContext | None = None) -> gr.Blocks:
     ctx = ctx or AppContext.create()
+    # Every API call without a session is a new session: it must not cost a render of the whole page.
+    gradio_sessions.install()
     with gr.Blocks(title=TITLE) as demo:
         with gr.Row(equal_height=False, elem_id="header-row"):
             gr.Markdown(HEADER, elem_id="header")

@@ -39,7 +39,7 @@ from rollouts.leaderboard import board_markdown, leaderboard, price_note
 from rollouts.store import RolloutStore
 
 # A rollout that ended like this is worth another try when the run is resumed.
-RERUN_END_REASONS = ("error", "wall_clock", "stopped")
+RERUN_END_REASONS = ("error", "wall_clock", "stopped", "interrupted")
 TASK_API_TIMEOUT_S = 30.0
 
 
@@ -192,13 +192,15 @@ def _play_jobs(args: argparse.Namespace, jobs: list[tuple[str, str]], store: Rol
     pools = {m: ThreadPoolExecutor(max_workers=max(1, args.concurrency), thread_name_prefix=f"episodes-{i}")
              for i, m in enumerate(args.model)}
     options: dict[str, Any] = {"env_url": args.env_url, "max_turns": args.max_turns, "max_tokens": args.max_tokens,
-                               "wall_clock_s": args.wall_clock, "stop": stop, "run": args.run, "source": "cli"}
+                               "wall_clock_s": args.wall_clock, "stop": stop, "run": args.run, "source": "cli",
+                               "progress": store.running.write}  # a killed run still leaves its episodes
 
     def play(model: str, task_id: str) -> dict:
         if stop.is_set():
             raise _Skipped()
         record = run_episode(model, task_id, **options)
         store.save(record)
+        store.running.end(record["episode_id"])
         return record
 
     futures: list[Future] = [pools[m].submit(play, m, t) for m, t in jobs]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,16 +40,20 @@ def turns_left_suffix(left: int) -> str:
 
 
 class _Emitter:
-    """Stamps each event with its sequence number and its time since the episode started."""
+    """Stamps each event with its sequence number and its time since the episode started; hands the record as it
+    stands to `progress` (if any) as each event goes out."""
 
-    def __init__(self, started: float):
+    def __init__(self, started: float, record: dict, progress: Callable[[dict], None] | None = None):
         self.started = started
         self.seq = 0
+        self.record, self.progress = record, progress
 
     def __call__(self, event: ev.Event) -> ev.Event:
         event["seq"] = self.seq
         event["t"] = round(time.monotonic() - self.started, 3)
         self.seq += 1
+        if self.progress is not None and event["type"] != "episode_finished":
+            self.progress(self.record)
         return event
 
 
@@ -72,20 +76,25 @@ def stream_episode(model: str, task_id: str, *, env_url: str | None = None,
                    wall_clock_s: float = DEFAULT_WALL_CLOCK_S, keys: dict[str, str] | None = None,
                    stop: threading.Event | None = None, episode_id: str | None = None, run: str | None = None,
                    source: str = "cli", retry_base_s: float | None = None,
-                   baseline_pace_s: float = 0.0, server_policy: ServerPolicy | None = None) -> Iterator[ev.Event]:
+                   baseline_pace_s: float = 0.0, server_policy: ServerPolicy | None = None,
+                   progress: Callable[[dict], None] | None = None) -> Iterator[ev.Event]:
     """Play one episode of `model` on `task_id` and yield its events; the last one carries the record.
 
     `env_url` None plays on the embedded server. `keys` maps a provider (`anthropic`, `openai`, `hf`, `vllm`) to a
     key for this run only; it never reaches the record. Setting `stop` ends the episode as `stopped`.
     `baseline_pace_s` slows a baseline player to a readable pace (seconds per step) for people watching live.
     `server_policy` checks every connection to `env_url` when a visitor chose it (agent/netguard.py).
+    `progress` gets the record as it stands at the start and with each event (rollouts.journal keeps it, so a
+    crash still leaves the episode's record); it must not keep a reference past the call.
     """
     started_wall, started = time.time(), time.monotonic()
     limits = {"max_turns": max_turns, "max_tokens": max_tokens, "wall_clock_s": wall_clock_s}
     record = new_record(episode_id=episode_id or new_episode_id(), model=model, task_id=task_id,
                         env_url=_public_url(env_url), limits=limits, started=started_wall, run=run, source=source)
     record["task"] = task_summary(task_id, {}, task_for(task_id))
-    episode = _Episode(record, _Emitter(started), Interrupt(stop, wall_clock_s),
+    if progress is not None:
+        progress(record)
+    episode = _Episode(record, _Emitter(started, record, progress), Interrupt(stop, wall_clock_s),
                        [v for v in (keys or {}).values() if v], max_turns)
     try:
         provider = yield from _set_up(episode, env_url, keys, retry_base_s=retry_base_s, pace_s=baseline_pace_s,

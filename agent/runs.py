@@ -1,7 +1,14 @@
 """Episodes that outlive the page: each runs in a background worker keyed by its episode id.
 
 A page subscribes to an episode's events; closing or reloading the tab only ends the subscription. Anyone holding the
-id can re-attach and watch it live from the start; only its starter (owner or stop token) can stop it. Finished rollouts go to the store's save function.
+id can re-attach and watch it live from the start; only its starter (owner or stop token) can stop it. Finished
+rollouts go to the store's save function.
+
+Caps: `max_total` episodes at once, and `max_per_visitor` for one visitor (the caller's IP address or signed-in
+account, as the viewer names it: a new browser session or API client is still the same visitor). A start beyond
+either is refused at once with a CapacityError saying which; nothing waits for a free slot.
+With a journal (rollouts.journal), a running episode's record is journalled from its start, so a crash of the
+process still leaves it, as `interrupted`, for the next start to save.
 """
 
 from __future__ import annotations
@@ -21,8 +28,13 @@ from rollouts.schema import new_episode_id
 KEEP_FINISHED = 64  # finished episodes kept in memory for re-attach; older ones are read from the store
 
 
+class NotKept(RuntimeError):
+    """Raised by a registry's save function that declines a record on purpose: nothing is saved, and the episode's
+    journal entry goes too, so the next start does not save it as `interrupted` either."""
+
+
 class CapacityError(RuntimeError):
-    """Too many episodes running: in total, or for one browser session."""
+    """Too many episodes running: in total, or for one visitor."""
 
 
 @dataclass
@@ -31,6 +43,7 @@ class EpisodeRun:
     model: str
     task_id: str
     owner: str
+    visitor: str = ""
     events: list[dict] = field(default_factory=list)
     record: dict | None = None
     saved: Any = None  # what the store's save returned, or the error that kept it from saving
@@ -63,24 +76,29 @@ class EpisodeRun:
 class RunRegistry:
     """Starts episodes in worker threads, caps how many run at once, and keeps them findable by id."""
 
-    def __init__(self, save: Callable[[dict], Any], *, max_total: int = 16, max_per_owner: int = 2):
+    def __init__(self, save: Callable[[dict], Any], *, max_total: int = 16, max_per_visitor: int = 2,
+                 journal: Any = None):
         self._save = save
-        self.max_total, self.max_per_owner = max_total, max_per_owner
+        self.max_total, self.max_per_visitor = max_total, max_per_visitor
+        self._journal = journal  # rollouts.journal.RunningJournal, or None
         self._runs: OrderedDict[str, EpisodeRun] = OrderedDict()
         self._lock = threading.Lock()
 
-    def start(self, model: str, task_id: str, *, owner: str, **options: Any) -> EpisodeRun:
-        """Start an episode in the background; `options` go to `stream_episode` (keys stay in the worker)."""
+    def start(self, model: str, task_id: str, *, owner: str, visitor: str | None = None,
+              **options: Any) -> EpisodeRun:
+        """Start an episode in the background; `options` go to `stream_episode` (keys stay in the worker).
+        `owner` may stop it; `visitor` (default: the owner) is whom the per-visitor cap counts."""
+        visitor = visitor or owner
         with self._lock:
             live = [r for r in self._runs.values() if not r.finished]
+            mine = sum(1 for r in live if r.visitor == visitor)
+            if mine >= self.max_per_visitor:
+                raise CapacityError(f"You already have {mine} episode{'s' * (mine != 1)} running (the limit is "
+                                    f"{self.max_per_visitor} per visitor). Stop one or wait for it to finish.")
             if len(live) >= self.max_total:
                 raise CapacityError(f"The arena is full: {len(live)} episodes are running. Try again in a few "
                                     "minutes.")
-            mine = sum(1 for r in live if r.owner == owner)
-            if mine >= self.max_per_owner:
-                raise CapacityError(f"You already have {mine} episodes running (the limit is "
-                                    f"{self.max_per_owner}). Stop one or wait for it to finish.")
-            run = EpisodeRun(new_episode_id(), model, task_id, owner)
+            run = EpisodeRun(new_episode_id(), model, task_id, owner, visitor)
             self._runs[run.episode_id] = run
             self._forget_old()
         worker = threading.Thread(target=self._play, args=(run, options), name=f"episode-{run.episode_id}",
@@ -108,6 +126,8 @@ class RunRegistry:
 
     def _play(self, run: EpisodeRun, options: dict) -> None:
         record = None
+        if self._journal is not None:
+            options = {**options, "progress": self._journal.write}
         try:
             for event in stream_episode(run.model, run.task_id, episode_id=run.episode_id, stop=run.stop_event,
                                         **options):
@@ -120,7 +140,14 @@ class RunRegistry:
         if record is not None:
             try:
                 run.saved = self._save(record)
-            except Exception as exc:
+                self._end_journal(run.episode_id)
+            except NotKept as exc:  # the save function declined it on purpose (a run that never reached its server)
+                self._end_journal(run.episode_id)
+                run.save_error = f"could not save the rollout: {type(exc).__name__}: {exc}"
+            except ValueError as exc:  # refused by the schema: the store set it aside, with the reason
+                self._end_journal(run.episode_id)
+                run.save_error = f"could not save the rollout: {type(exc).__name__}: {exc}"
+            except Exception as exc:  # a disk error: the journal entry stays for the next start to save
                 run.save_error = f"could not save the rollout: {type(exc).__name__}: {exc}"
             run.publish({"type": "episode_finished", "record": record, "seq": len(run.events),
                          "t": record.get("seconds", 0.0)})
@@ -128,6 +155,10 @@ class RunRegistry:
         else:
             run.finish({"episode_id": run.episode_id, "errors": [run.save_error or "no record"],
                         "end_reason": "error"})
+
+    def _end_journal(self, episode_id: str) -> None:
+        if self._journal is not None:
+            self._journal.end(episode_id)
 
     def _forget_old(self) -> None:
         finished = [eid for eid, r in self._runs.items() if r.finished]

@@ -4,7 +4,7 @@
     rollouts/<YYYY-MM-DD>/<episode_id>.json   one record, on one line
     index/<YYYY-MM-DD>/<writer_id>.jsonl      one flat index row per rollout, appended by one writer
     index/<YYYY-MM-DD>/<writer_id>.parquet    the same rows, compacted (rollouts.compact folds JSONL rows in)
-    .push/                                    the local push journal and locks (never pushed)
+    .push/                                    the local push journal, locks and running episodes (never pushed)
 
 Every path of the dataset is made or recognised here, so a reader can trust a path only after `record_rel` or
 `is_record_rel` said it fits.

@@ -11,6 +11,7 @@ and a single `"12"` among integers would break that for everyone.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import time
@@ -38,6 +39,7 @@ __all__ = [
     "index_row",
     "model_name",
     "new_episode_id",
+    "parse_record",
     "record_problem",
     "started_at",
     "utc_stamp",
@@ -158,6 +160,18 @@ def record_problem(record: Any) -> str | None:
     except ValueError as exc:
         return f"started: {exc}"
     return None
+
+
+def parse_record(data: bytes, episode_id: str) -> dict:
+    """A stored record's bytes as a JSON object; RecordError with one message for a damaged or truncated file, the
+    same from every reader (`/rollout`, a watch link, Browse), whatever the parser's complaint."""
+    try:
+        record = json.loads(data)
+    except (ValueError, RecursionError):
+        record = None
+    if not isinstance(record, dict):
+        raise RecordError(f"The record of {episode_id} cannot be read: the file is damaged or truncated.")
+    return record
 
 
 def validate_record(record: Any) -> Record:

@@ -7,6 +7,7 @@ Layout: rollouts.layout (the same in the folder and in the Hub dataset):
     index/<YYYY-MM-DD>/<writer_id>.jsonl      one flat row per rollout (rollouts.schema), appended
     index/<YYYY-MM-DD>/<writer_id>.parquet    the same rows, compacted (rollouts.compact)
     .push/                                    the push journal and locks (never pushed, never read by datasets)
+    .push/running/                            the records of episodes still running (rollouts.journal)
     .set-aside/                               records the schema refused, each with its reason (never pushed)
 
 A record file is written whole (temp file, fsync, rename, fsync of the folder), so a crash leaves either the old state
@@ -37,6 +38,7 @@ from filelock import FileLock
 from rollouts import card as dataset_card
 from rollouts.compact import rewrite_parquet_rows
 from rollouts.index_files import IndexFiles
+from rollouts.journal import RunningJournal
 from rollouts.jsonio import append_line, atomic_write, encode_record, json_line, rewrite_lines
 from rollouts.layout import (
     CARD,
@@ -49,7 +51,15 @@ from rollouts.layout import (
     is_record_rel,
     record_rel,
 )
-from rollouts.schema import ANNOTATIONS, COLUMNS, RecordError, index_row, record_problem, valid_episode_id
+from rollouts.schema import (
+    ANNOTATIONS,
+    COLUMNS,
+    RecordError,
+    index_row,
+    parse_record,
+    record_problem,
+    valid_episode_id,
+)
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +112,11 @@ class RolloutStore:
         self.dataset = dataset if self._pusher else None
         if self._pusher:
             atexit.register(self._flush_at_exit)
+        # Episodes a dead process was playing become `interrupted` records (after the pusher starts, so they go
+        # to the Hub too).
+        self.running = RunningJournal(self.root, self.writer_id)
+        with self._shared:
+            self.running.recover(self.save, self.has)
 
     # -- writing ---------------------------------------------------------------------------------------------------
 
@@ -255,10 +270,10 @@ class RolloutStore:
         if path is None:
             return None
         try:
-            record = json.loads(path.read_bytes())
-        except (OSError, ValueError) as exc:
-            raise RecordError(f"the record of {episode_id} cannot be read ({type(exc).__name__}): the file is "
-                              "damaged or truncated") from None
+            data = path.read_bytes()
+        except OSError:
+            data = b""
+        record = parse_record(data, episode_id)
         problem = record_problem(record)
         if problem is not None:
             raise RecordError(f"the record of {episode_id} breaks the schema: {problem}")
@@ -290,8 +305,13 @@ class RolloutStore:
             path = inside(self.root, row["path"])
             if path is not None and path.is_file():
                 return path
-        # Not indexed (yet): a record whose row was lost, or one another process is saving right now.
-        return next(iter(self.root.glob(f"rollouts/*/{episode_id}.json")), None)
+        # Not indexed (yet): a record whose row was lost, or one another process is saving right now. A file
+        # there that is a link out of the folder is not a record of this store.
+        for found in self.root.glob(f"rollouts/*/{episode_id}.json"):
+            path = inside(self.root, found.relative_to(self.root).as_posix())
+            if path is not None and path.is_file():
+                return path
+        return None
 
     # -- pushing ---------------------------------------------------------------------------------------------------
 
@@ -308,6 +328,7 @@ class RolloutStore:
 
     def close(self, timeout: float = 10.0) -> None:
         """Stop the pusher (an in-flight commit may finish). Unpushed files stay in the folder for the next start."""
+        self.running.close()
         if self._pusher:
             atexit.unregister(self._flush_at_exit)
             self._pusher.close(timeout)
@@ -372,6 +393,9 @@ class RolloutStore:
         now = time.time()
         for path in self.root.glob(RECORD_GLOB):
             if path.stem in self._index.by_id or now - _mtime(path, default=now) < RECOVER_GRACE_S:
+                continue
+            if inside(self.root, path.relative_to(self.root).as_posix()) is None:
+                log.error("not indexing %s: it is a link out of the store", path)
                 continue
             try:
                 record = json.loads(path.read_bytes())

@@ -29,7 +29,7 @@ def settings_for(rollout_dir: Path, **overrides: Any) -> Any:
     from viewer.context import Settings
 
     values = {"env_url": None, "rollout_dir": Path(rollout_dir), "dataset": None, "hub_token": None,
-              "public_rollouts": None, "space_id": None, "max_episodes": 16, "max_episodes_per_session": 2,
+              "public_rollouts": None, "space_id": None, "max_episodes": 16, "max_episodes_per_visitor": 2,
               "baseline_pace_s": 0.02}  # a blink per step: fast, yet a run still streams several updates
     values.update(overrides)
     return Settings(**values)

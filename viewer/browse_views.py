@@ -133,7 +133,8 @@ def status_markdown(statuses: list[SourceStatus], *, shown: int, total: int) -> 
             if status.note:
                 text += f" · {escape_cell(status.note)}"
             if status.skipped:
-                text += f" · ⚠️ {status.skipped:,} unreadable index line{'s' * (status.skipped != 1)} skipped"
+                text += (f" · ⚠️ {status.skipped:,} index line{'s' * (status.skipped != 1)} skipped (unreadable, "
+                         "or not pointing at its record in the store)")
         parts.append(text)
     return " · ".join(parts[:1]) + "  \n" + "  \n".join(parts[1:])
 

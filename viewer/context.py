@@ -13,7 +13,7 @@ from typing import Any
 
 from agent.hand_play import PlayRegistry
 from agent.netguard import ServerPolicy
-from agent.runs import RunRegistry
+from agent.runs import NotKept, RunRegistry
 from agent.task_dataset import TaskDataset, dataset_from_env, serve_tasks_dataset
 from agent.tasks import PUBLIC_SERVER, TaskChoice, embedded_catalog, task_for
 from rollouts.layout import default_rollout_dir
@@ -34,7 +34,7 @@ class Settings:
     public_rollouts: str | None
     space_id: str | None
     max_episodes: int
-    max_episodes_per_session: int
+    max_episodes_per_visitor: int  # one IP address or signed-in account, however many sessions or clients
     # A baseline pauses this long before each tool call in the app, so a person watching can follow the story.
     baseline_pace_s: float = 0.5
     tasks_dataset: str | None = None  # TASKS_DATASET: every dock-v1 task; None serves the bundled eval tasks
@@ -53,7 +53,8 @@ class Settings:
             public_rollouts=os.environ.get("PUBLIC_ROLLOUTS", "FineEnvs/PortSimEnv") or None,
             space_id=space_id,
             max_episodes=int(os.environ.get("ARENA_MAX_EPISODES", "16")),
-            max_episodes_per_session=int(os.environ.get("ARENA_MAX_EPISODES_PER_SESSION", "2")),
+            max_episodes_per_visitor=int(os.environ.get("ARENA_MAX_EPISODES_PER_VISITOR")
+                                         or os.environ.get("ARENA_MAX_EPISODES_PER_SESSION") or "2"),
             baseline_pace_s=float(os.environ.get("ARENA_BASELINE_PACE_S", "0.5")),
             tasks_dataset=dataset_from_env(),
             tasks_cache=Path(os.environ["TASKS_CACHE"]) if os.environ.get("TASKS_CACHE") else None,
@@ -97,7 +98,7 @@ class AppContext:
         # Index rows from an older version get their newer columns from the records, without holding up the start.
         threading.Thread(target=store.fill_index, name="index-fill", daemon=True).start()
         registry = RunRegistry(saved_if_played(store.save), max_total=settings.max_episodes,
-                               max_per_owner=settings.max_episodes_per_session)
+                               max_per_visitor=settings.max_episodes_per_visitor, journal=store.running)
         plays = PlayRegistry(store.save, env_url=settings.env_url)
         # Registered after the store's own exit hook, so it runs first: open hand-played episodes are saved
         # (`interrupted`) before the store pushes what waits.
@@ -141,7 +142,7 @@ class AppContext:
         return f"{base}/?{query}" if base else f"?{query}"
 
 
-class NotSaved(RuntimeError):
+class NotSaved(NotKept):
     """An episode that never reached its server: there is nothing to keep."""
 
 

@@ -31,6 +31,7 @@ from viewer.run_components import RunSection
 from viewer.run_stream import FormError, page_frames, replay_frame, start_episode
 from viewer.task_picker import build_task_picker, show_catalog, wire_task_picker
 from viewer.task_view import task_brief
+from viewer.visitors import visitor_of
 from viewer.wiring import bind, unchanged
 
 log = logging.getLogger(__name__)
@@ -201,7 +202,7 @@ async def start_run(section: RunSection, model: str, task_id: str, turns: float,
     owner = getattr(request, "session_hash", None) or "anonymous"
     try:
         started = await asyncio.to_thread(start_episode, section.ctx, model, task_id, turns, tokens, server_choice,
-                                          url, keys, owner)
+                                          url, keys, owner, visitor_of(request))
     except FormError as exc:
         log.warning("run not started (%s): %s", exc.field, exc)
         yield _form_error(section, exc)

@@ -25,6 +25,7 @@ from viewer.context import AppContext
 from viewer.live import LiveView
 from viewer.run_components import RunSection
 from viewer.summary import grade_panel
+from viewer.visitors import visitor_of
 from viewer.wiring import base_url
 
 # Redraw the page at most this often while tokens stream; the chat diff is small, the chart only on new plans.
@@ -64,8 +65,9 @@ class Started:
 
 
 def start_episode(ctx: AppContext, model: str, task_id: str, turns: Any, tokens: Any, server_choice: str,
-                  url: str, keys: dict[str, str], owner: str) -> Started:
-    """Check the request, then start the episode in the background; every problem is a FormError.
+                  url: str, keys: dict[str, str], owner: str, visitor: str | None = None) -> Started:
+    """Check the request, then start the episode in the background; every problem is a FormError. `owner` may
+    stop it; `visitor` (viewer.visitors) is whom the per-visitor cap counts.
 
     Every check happens here, whichever door the request came through (the form, the API, a raw call of a
     handler), and before anything starts: a request refused here leaves no rollout. Blocking (it may resolve the
@@ -105,7 +107,7 @@ def start_episode(ctx: AppContext, model: str, task_id: str, turns: Any, tokens:
     except (TypeError, ValueError):
         raise FormError("limits", "Max turns must be 1-60 and max tokens 256-200000.") from None
     try:
-        run = ctx.registry.start(model, task_id, owner=owner, env_url=server_url, max_turns=max_turns,
+        run = ctx.registry.start(model, task_id, owner=owner, visitor=visitor, env_url=server_url, max_turns=max_turns,
                                  max_tokens=max_tokens, keys={k: v for k, v in keys.items() if v},
                                  source="space", baseline_pace_s=ctx.settings.baseline_pace_s,
                                  server_policy=ctx.policy)
@@ -230,7 +232,7 @@ async def api_updates(ctx: AppContext, model: str, task_id: str, max_turns: int,
     owner = getattr(request, "session_hash", None) or "api"
     try:
         started = await asyncio.to_thread(start_episode, ctx, model, task_id, max_turns, max_tokens,
-                                          server or "embedded", "", {}, owner)
+                                          server or "embedded", "", {}, owner, visitor_of(request))
     except FormError as exc:
         raise gr.Error(str(exc)) from None
     run = started.run

@@ -10,7 +10,6 @@ source and the cause, never a token.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import threading
@@ -22,6 +21,7 @@ import pyarrow as pa
 
 from rollouts.compact import first_per_episode, read_parquet_index
 from rollouts.layout import is_record_rel, record_rel_for
+from rollouts.schema import RecordError, parse_record
 from rollouts.sources import Loaded, SourceError, concat_tables, read_index_lines
 
 log = logging.getLogger(__name__)
@@ -189,9 +189,14 @@ class HubSource:
     def _read(self, path: str, revision: str) -> tuple[pa.Table, int]:
         local = self.hub.download(path, revision)
         if path.endswith(".parquet"):
-            return read_parquet_index(local)
-        with open(local, "rb") as f:
-            return read_index_lines(f.read())
+            table, skipped = read_parquet_index(local)
+        else:
+            with open(local, "rb") as f:
+                table, skipped = read_index_lines(f.read())
+        if skipped:  # read once per blob id, so reported once
+            log.warning("%s %s: skipped %d index line(s) that are unreadable or do not point at their record",
+                        self.hub.repo, path, skipped)
+        return table, skipped
 
     def record(self, row: dict) -> dict:
         episode_id = str(row.get("episode_id") or "")
@@ -210,8 +215,12 @@ class HubSource:
                     raise
                 local = self.hub.download(path, self.revision)
             with open(local, "rb") as f:
-                return json.loads(f.read())
+                data = f.read()
         except Exception as exc:
             raise SourceError(f"{self.label}: cannot fetch {path}: {describe(exc)}") from None
+        try:
+            return parse_record(data, episode_id)
+        except RecordError as exc:
+            raise SourceError(str(exc)) from None
 
 

@@ -9,7 +9,7 @@ so a read racing a compaction neither misses nor doubles a row.
 
 from __future__ import annotations
 
-import json
+import logging
 import os
 import threading
 from dataclasses import dataclass
@@ -20,8 +20,10 @@ import pyarrow as pa
 
 from rollouts.compact import first_per_episode, read_parquet_index
 from rollouts.layout import INDEX_GLOB, INDEX_PARQUET_GLOB, RECORD_GLOB, inside, is_record_rel
-from rollouts.schema import valid_episode_id
+from rollouts.schema import RecordError, parse_record, valid_episode_id
 from rollouts.sources import INDEX_SCHEMA, Loaded, SourceError, concat_tables, read_index_lines
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -109,6 +111,9 @@ class LocalSource:
             table, skipped = read_index_lines(b"".join(chunks))
             self._batches.append(table)
             self._skipped += skipped
+            if skipped:  # each line is read once, so each bad one is reported once
+                log.warning("%s: skipped %d index line(s) that are unreadable or do not point at their record in "
+                            "the store", self.root, skipped)
         return reset or bool(chunks)
 
     def record(self, row: dict) -> dict:
@@ -120,9 +125,12 @@ class LocalSource:
         if path is None:
             raise SourceError(f"rollout {episode_id} is indexed but its record file is missing from the folder")
         try:
-            return json.loads(path.read_bytes())
-        except (OSError, ValueError) as exc:
-            raise SourceError(f"cannot read the record of {episode_id}: {exc}") from None
+            return parse_record(path.read_bytes(), episode_id)
+        except OSError:
+            raise SourceError(f"rollout {episode_id} is indexed but its record file is missing from the folder") \
+                from None
+        except RecordError as exc:
+            raise SourceError(str(exc)) from None
 
     def locate(self, episode_id: str, path: Any = None) -> Path | None:
         """The record file of `episode_id`, never outside `rollouts/` of the folder."""
@@ -134,6 +142,10 @@ class LocalSource:
                 return candidate
         if not self.root.is_dir():
             return None
-        return next(iter(self.root.glob(RECORD_GLOB.replace("*.json", f"{episode_id}.json"))), None)
+        for found in self.root.glob(RECORD_GLOB.replace("*.json", f"{episode_id}.json")):
+            candidate = inside(self.root, found.relative_to(self.root).as_posix())  # not a link out of the folder
+            if candidate is not None and candidate.is_file():
+                return candidate
+        return None
 
 
