@@ -24,6 +24,7 @@ INDEX_DIR = "index"
 PUSH_DIR = ".push"
 RECORD_GLOB = f"{RECORDS_DIR}/*/*.json"
 INDEX_GLOB = f"{INDEX_DIR}/*/*.jsonl"
+INDEX_PARQUET_GLOB = f"{INDEX_DIR}/*/*.parquet"
 WRITER_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 RECORD_REL = re.compile(rf"{RECORDS_DIR}/(\d{{4}}-\d{{2}}-\d{{2}})/({EPISODE_ID.pattern})\.json")
 DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -59,6 +60,11 @@ def is_record_rel(path: Any, episode_id: str | None = None) -> bool:
 def index_rel(day: str, writer_id: str) -> str:
     """One writer's index file for one day."""
     return f"{INDEX_DIR}/{day}/{writer_id}.jsonl"
+
+
+def index_parquet_rel(day: str, writer_id: str) -> str:
+    """One writer's compacted index file for one day: the same flat rows as its JSONL, as Parquet."""
+    return f"{INDEX_DIR}/{day}/{writer_id}.parquet"
 
 
 def inside(root: Path, rel: str) -> Path | None:
