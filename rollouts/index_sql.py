@@ -28,6 +28,7 @@ from typing import Any
 import duckdb
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from rollouts.query import PAGE_SIZE, SORTABLE, SOURCE_LABELS, SOURCES, Filters
 from rollouts.schema import COLUMNS, EPISODE_ID, TIERS
@@ -39,9 +40,13 @@ JSON_COLUMNS = "{" + ", ".join(f"'{name}': '{_SQL_TYPES[kind]}'" for name, kind 
 FRAME_ORDER = "started DESC NULLS LAST, grp, episode_id"
 # A row read from an index file must name its own record in the layout (rollouts.sources.read_index_lines's
 # rule: a planted row must never point a reader at another file); a source's table was checked by the source.
-_VALID = (f"(grp % 3 = 2 OR regexp_full_match(episode_id, '{EPISODE_ID.pattern}') AND "
-          r"regexp_full_match(path, 'rollouts/\d{4}-\d{2}-\d{2}/[A-Za-z0-9_-]{1,64}\.json') AND "
-          "ends_with(path, '/' || episode_id || '.json'))")
+def _valid(group: str) -> str:
+    return (f"({group} % 3 = 2 OR regexp_full_match(episode_id, '{EPISODE_ID.pattern}') AND "
+            "path = concat('rollouts/', substr(path, 10, 10), '/', episode_id, '.json') AND "
+            r"regexp_full_match(substr(path, 10, 10), '\d{4}-\d{2}-\d{2}'))")
+
+
+_VALID = _valid("grp")
 
 
 def _quote(text: str) -> str:
@@ -50,6 +55,31 @@ def _quote(text: str) -> str:
 
 def _file_list(paths: Sequence[Path]) -> str:
     return "[" + ", ".join(_quote(str(p)) for p in paths) + "]"
+
+
+_ARROW_NAMES = {str: ("string", "large_string"), int: ("int64",), float: ("double",), bool: ("bool",)}
+
+
+def _columns(scan: str, group: int, present: set[str] | dict[str, str]) -> str:
+    """The index columns of a scan, in order: as they are when the file has the right type, cast when not (a
+    value that does not fit becomes null, as rollouts.schema.coerce_cell makes it), null when absent."""
+    cells = []
+    for name, kind in COLUMNS.items():
+        if name not in present:
+            cells.append(f"NULL::{_SQL_TYPES[kind]} AS {name}")
+        elif isinstance(present, dict) and present[name] in _ARROW_NAMES[kind]:
+            cells.append(name)
+        else:
+            cells.append(f"TRY_CAST({name} AS {_SQL_TYPES[kind]}) AS {name}")
+    return f"SELECT {', '.join(cells)}, {group} AS grp FROM {scan}"
+
+
+def _version(path: Path) -> tuple[int, int]:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return (0, 0)
+    return (st.st_mtime_ns, st.st_size)
 
 
 def order_by(sort: str = "started", descending: bool = True) -> str:
@@ -66,6 +96,10 @@ class IndexEngine:
 
     def __init__(self, *, threads: int = 2, memory_limit: str = "768MB") -> None:
         self._con = duckdb.connect(config={"threads": threads, "memory_limit": memory_limit})
+        self._con.execute("SET parquet_metadata_cache = true")  # footers read once, not once per query
+        self._schemas: dict[tuple, tuple] = {}
+        self._checked: dict[tuple, list[str]] = {}  # (parquet file, mtime, size) -> its malformed rows' ids
+        self._values: dict[str, list[str]] | None = None
         self._lock = threading.RLock()
         self._parts: dict[str, dict[str, Any]] = {}  # source -> {"parquet": [...], "jsonl": [...]} or {"table": t}
         self.skipped: dict[str, int] = {}
@@ -99,22 +133,27 @@ class IndexEngine:
         if "table" in part:
             name = f"src_{source}"
             self._con.register(name, part["table"])
-            selects.append(self._columns(name, base + 2, set(part["table"].column_names)))
-        if part.get("parquet"):
-            scan = f"read_parquet({_file_list(part['parquet'])}, union_by_name = true)"
-            present = {row[0] for row in self._con.execute(f"DESCRIBE SELECT * FROM {scan}").fetchall()}
-            selects.append(self._columns(scan, base, present))
+            selects.append(_columns(name, base + 2, set(part["table"].column_names)))
+        # Files of one schema are one scan: DuckDB reads the first file's footer to plan it, not every file's.
+        by_schema: dict[tuple, list[Path]] = {}
+        for path in part.get("parquet", ()):
+            by_schema.setdefault(self._schema_of(path), []).append(path)
+        for schema, paths in by_schema.items():
+            selects.append(_columns(f"read_parquet({_file_list(paths)})", base, dict(schema)))
         if part.get("jsonl"):
             scan = (f"read_json({_file_list(part['jsonl'])}, format = 'newline_delimited', "
                     f"columns = {JSON_COLUMNS}, ignore_errors = true)")
-            selects.append(self._columns(scan, base + 1, set(COLUMNS)))
+            selects.append(_columns(scan, base + 1, set(COLUMNS)))
         return selects
 
-    @staticmethod
-    def _columns(scan: str, group: int, present: set[str]) -> str:
-        cells = [f"TRY_CAST({name} AS {_SQL_TYPES[kind]}) AS {name}" if name in present
-                 else f"NULL::{_SQL_TYPES[kind]} AS {name}" for name, kind in COLUMNS.items()]
-        return f"SELECT {', '.join(cells)}, {group} AS grp FROM {scan}"
+    def _schema_of(self, path: Path) -> tuple:
+        """(column, type) of a Parquet file's index columns, read from its footer once per file version."""
+        st = path.stat()
+        key = (path, st.st_mtime_ns, st.st_size)
+        if key not in self._schemas:
+            schema = pq.read_schema(path)
+            self._schemas[key] = tuple((f.name, str(f.type)) for f in schema if f.name in COLUMNS)
+        return self._schemas[key]
 
     def _build(self) -> None:
         """The views over the current sources, and the small tables of duplicated and malformed ids."""
@@ -122,48 +161,81 @@ class IndexEngine:
         selects = [s for source in SOURCES if source in self._parts
                    for s in self._select_part(source, self._parts[source])]
         if not selects:
-            selects = [self._columns("(SELECT 1 WHERE false)", 0, set())]
+            selects = [_columns("(SELECT 1 WHERE false)", 0, set())]
         con.execute("CREATE OR REPLACE VIEW every_row AS " + " UNION ALL ".join(selects))
-        # One pass over the ids: those seen twice, and those a row must not carry (they point outside the layout).
-        con.execute(f"""CREATE OR REPLACE TABLE odd_ids AS
-            SELECT episode_id, count(*) AS copies, bool_and(coalesce({_VALID}, false)) AS all_valid,
-                   bool_or({_VALID} AND grp // 3 = 1) AS on_hub
-            FROM every_row WHERE episode_id IS NOT NULL GROUP BY episode_id
-            HAVING count(*) > 1 OR NOT bool_and(coalesce({_VALID}, false))""")
-        con.execute(f"""CREATE OR REPLACE TABLE kept_copies AS
-            SELECT e.*, o.on_hub FROM every_row e JOIN odd_ids o USING (episode_id)
-            WHERE coalesce({_VALID}, false)
-            QUALIFY row_number() OVER (PARTITION BY episode_id ORDER BY grp) = 1""")
+        self._find_odd_ids()
         label = "CASE grp // 3 WHEN 0 THEN 'local' WHEN 1 THEN 'hub' ELSE 'upstream' END"
         columns = ", ".join(c if c != "source" else "source AS played_in" for c in COLUMNS)
         finish = (f"{columns}, grp, coalesce(reward, 0.0) AS reward_filled, coalesce(submitted, false) AS sub, "
                   "coalesce(feasible, false) AS fea, coalesce(input_tokens, 0) + coalesce(output_tokens, 0) AS tokens,"
                   " substr(started, 1, 10) AS date")
-        con.execute(f"""CREATE OR REPLACE VIEW base_rows AS
-            SELECT {finish}, {label} AS label FROM every_row
-            WHERE episode_id IS NOT NULL AND episode_id NOT IN (SELECT episode_id FROM odd_ids)
-            UNION ALL
-            SELECT {finish}, CASE WHEN grp // 3 = 0 AND on_hub THEN 'local+hub' ELSE {label} END AS label
-            FROM kept_copies""")
+        odd = con.execute("SELECT count(*) FROM odd_ids").fetchall()[0][0]
+        if odd:  # the ids seen twice or malformed left out, and each duplicated id's kept copy added back
+            body = f"""SELECT {finish}, {label} AS label FROM every_row
+                WHERE episode_id IS NOT NULL AND episode_id NOT IN (SELECT episode_id FROM odd_ids)
+                UNION ALL
+                SELECT {finish}, CASE WHEN grp // 3 = 0 AND on_hub THEN 'local+hub' ELSE {label} END AS label
+                FROM kept_copies"""
+        else:
+            body = f"SELECT {finish}, {label} AS label FROM every_row WHERE episode_id IS NOT NULL"
+        con.execute(f"CREATE OR REPLACE VIEW base_rows AS {body}")
         outer = ", ".join("reward_filled AS reward" if c == "reward" else "sub AS submitted" if c == "submitted"
                           else "fea AS feasible" if c == "feasible" else c
                           for c in [*(c if c != "source" else "played_in" for c in COLUMNS)])
         con.execute(f"CREATE OR REPLACE VIEW rollouts AS SELECT {outer}, label AS source, tokens, date, grp "
                     "FROM base_rows")
+        self._values = None
         self._count_sources()
+
+    def _find_odd_ids(self) -> None:
+        """Ids seen twice, and ids on a row that does not name its own record, as small tables.
+
+        Rows in a source's Parquet files are checked once per file version (compaction writes new files rather than
+        changing old ones), and among themselves they are unique (each writer folds its own rows); so the costly
+        pass is a lookup of the other rows' ids (JSONL, tables, the Hub's) among all ids, not a grouping of all."""
+        con = self._con
+        fresh = [p for part in self._parts.values() for p in part.get("parquet", ())
+                 if (p, *_version(p)) not in self._checked]
+        if fresh:
+            bad = con.execute(f"SELECT filename, episode_id FROM read_parquet({_file_list(fresh)}, filename = true, "
+                              f"union_by_name = true) WHERE NOT coalesce({_valid('0')}, false)").fetchall()
+            for path in fresh:
+                self._checked[(path, *_version(path))] = [i for f, i in bad if f == str(path)]
+        planted = sorted({i for part in self._parts.values() for p in part.get("parquet", ())
+                          for i in self._checked.get((p, *_version(p)), []) if i is not None})
+        con.execute("CREATE OR REPLACE TEMP TABLE planted AS SELECT unnest(?::VARCHAR[]) AS episode_id", [planted])
+        con.execute(f"""CREATE OR REPLACE TABLE odd_ids AS
+            WITH others AS (SELECT episode_id FROM every_row WHERE grp <> 0),
+                 candidates AS (SELECT episode_id FROM every_row WHERE episode_id IN (SELECT episode_id FROM others)
+                                GROUP BY episode_id HAVING count(*) > 1
+                                UNION SELECT episode_id FROM every_row WHERE grp % 3 <> 0 AND NOT
+                                      coalesce({_VALID}, false) AND episode_id IS NOT NULL
+                                UNION SELECT episode_id FROM planted)
+            SELECT episode_id, count(*) AS copies, bool_and(coalesce({_VALID}, false)) AS all_valid,
+                   bool_or({_VALID} AND grp // 3 = 1) AS on_hub
+            FROM every_row WHERE episode_id IN (SELECT episode_id FROM candidates) GROUP BY episode_id""")
+        con.execute(f"""CREATE OR REPLACE TABLE kept_copies AS
+            SELECT e.*, o.on_hub FROM every_row e JOIN odd_ids o USING (episode_id)
+            WHERE coalesce({_VALID}, false)
+            QUALIFY row_number() OVER (PARTITION BY episode_id ORDER BY grp) = 1""")
 
     def _count_sources(self) -> None:
         rows = self._con.execute(
-            "SELECT grp // 3, count(*) FILTER (WHERE episode_id IS NOT NULL), count(*) FROM every_row GROUP BY 1"
-        ).fetchall()
-        bad = dict(self._con.execute(
-            "SELECT e.grp // 3, count(*) FROM every_row e JOIN odd_ids o USING (episode_id) "
-            "WHERE NOT o.all_valid AND NOT coalesce(" + _VALID + ", false) GROUP BY 1").fetchall())
+            "SELECT grp // 3, count(episode_id), count(*) FROM every_row GROUP BY 1").fetchall()
+        odd, repeated = {}, {}
+        if self._con.execute("SELECT count(*) FROM odd_ids").fetchall()[0][0]:
+            odd = dict(self._con.execute(
+                "SELECT e.grp // 3, count(*) FROM every_row e WHERE episode_id IN (SELECT episode_id FROM odd_ids) "
+                "AND NOT coalesce(" + _VALID + ", false) GROUP BY 1").fetchall())
+            repeated = dict(self._con.execute(
+                "SELECT grp, sum(n - 1) FROM (SELECT grp // 3 AS grp, count(*) AS n FROM every_row "
+                "WHERE episode_id IN (SELECT episode_id FROM odd_ids) AND coalesce(" + _VALID + ", false) "
+                "GROUP BY 1, episode_id) GROUP BY 1").fetchall())
         self.counts, self.skipped = {}, {}
         for group, named, total in rows:
             source = SOURCES[int(group)]
-            self.skipped[source] = int(total - named + bad.get(group, 0))
-            self.counts[source] = int(named - bad.get(group, 0))
+            self.skipped[source] = int(total - named + odd.get(group, 0))
+            self.counts[source] = int(named - odd.get(group, 0) - (repeated.get(group) or 0))
 
     # -- queries -------------------------------------------------------------------------------------------------
 
@@ -200,11 +272,19 @@ class IndexEngine:
         if filters.sources:
             clauses.append("list_contains(?, source)")
             params.append([lb for lb in SOURCE_LABELS if set(lb.split("+")) & set(filters.sources)])
+        values = self.values() if filters.search else {}
         for term in filters.search.lower().split():
-            said = sorted(transcripts.matching(term)) if transcripts is not None and len(transcripts) else []
-            hit = ["starts_with(lower(episode_id), ?)"] + [
-                f"coalesce(contains(lower({c}), ?), false)" for c in ("model", "task_id", "run")]
-            params += [term] * 4
+            # Model, task and run are matched on their distinct values (a few thousand), as pandas matched
+            # categories: the rows are then compared by equality, not searched one by one.
+            hit, said = ["starts_with(lower(episode_id), ?)"], []
+            params.append(term)
+            for column in ("model", "task_id", "run"):
+                found = [v for v in values[column] if term in v.lower()]
+                if found:
+                    hit.append(f"list_contains(?, {column})")
+                    params.append(found)
+            if transcripts is not None and len(transcripts):
+                said = sorted(transcripts.matching(term))
             if said:
                 hit.append("list_contains(?, episode_id)")
                 params.append(said)
@@ -214,7 +294,7 @@ class IndexEngine:
     def count(self, filters: Filters | None = None, transcripts: TranscriptIndex | None = None) -> int:
         where, params = self.where(filters or Filters(), transcripts)
         with self._lock:
-            return int(self.sql(f"SELECT count(*) FROM rollouts WHERE {where}", params).fetchone()[0])
+            return int(self.sql(f"SELECT count(*) FROM rollouts WHERE {where}", params).fetchall()[0][0])
 
     def page(self, filters: Filters, transcripts: TranscriptIndex | None = None, *, sort: str = "started",
              descending: bool = True, page: int = 1, size: int = PAGE_SIZE) -> tuple[pd.DataFrame, int, int, int]:
@@ -224,14 +304,11 @@ class IndexEngine:
         where, params = self.where(filters, transcripts)
         size = max(1, int(size))
         with self._lock:
-            total = int(self.sql(f"SELECT count(*) FROM rollouts WHERE {where}", params).fetchone()[0])
+            total = int(self.sql(f"SELECT count(*) FROM rollouts WHERE {where}", params).fetchall()[0][0])
             pages = max(1, math.ceil(total / size))
             page = min(max(1, int(page or 1)), pages)
-            ids = [r[0] for r in self.sql(f"SELECT episode_id FROM rollouts WHERE {where} ORDER BY {order} "
-                                          f"LIMIT {size} OFFSET {(page - 1) * size}", params).fetchall()]
-            rows = self.fetch("episode_id IN (SELECT unnest(?::VARCHAR[]))", [ids]) if ids else self.empty()
-        rank = {episode_id: i for i, episode_id in enumerate(ids)}
-        rows = rows.sort_values("episode_id", key=lambda s: s.map(rank), kind="stable", ignore_index=True)
+            # One Top-N query: DuckDB reads the filter and sort columns of every row, the others of the page's.
+            rows = self.fetch(where, params, order=f"{order} LIMIT {size} OFFSET {(page - 1) * size}")
         return rows, total, page, pages
 
     def fetch(self, where: str = "true", params: Sequence[Any] = (), *, order: str = FRAME_ORDER,
@@ -246,13 +323,19 @@ class IndexEngine:
     def empty(self) -> pd.DataFrame:
         return self.fetch("false")
 
+    def values(self) -> dict[str, list[str]]:
+        """The distinct values of the columns Browse offers as choices or searches, once per change of the rows."""
+        with self._lock:
+            if self._values is None:
+                names = ("model", "task_id", "run", "quay", "difficulty")
+                lists = self.sql("SELECT " + ", ".join(f"list(DISTINCT {c}) FILTER (WHERE {c} IS NOT NULL)"
+                                                       for c in names) + " FROM rollouts").fetchall()[0]
+                self._values = {c: sorted(str(v) for v in (values or [])) for c, values in zip(names, lists,
+                                                                                              strict=True)}
+            return self._values
+
     def options(self) -> dict[str, list[str]]:
         """The values each choice filter offers: what the rows hold (rollouts.query.options, in SQL)."""
-        out = {}
-        with self._lock:
-            for key, column in (("models", "model"), ("tasks", "task_id"), ("quays", "quay"),
-                                ("tiers", "difficulty")):
-                out[key] = sorted(str(r[0]) for r in self.sql(
-                    f"SELECT DISTINCT {column} FROM rollouts WHERE {column} IS NOT NULL").fetchall())
-        out["tiers"] = [t for t in TIERS if t in set(out["tiers"])] or list(TIERS)
-        return out
+        values = self.values()
+        return {"models": values["model"], "tasks": values["task_id"], "quays": values["quay"],
+                "tiers": [t for t in TIERS if t in set(values["difficulty"])] or list(TIERS)}
