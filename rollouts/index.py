@@ -49,6 +49,7 @@ __all__ = ["CATEGORIES", "BrowseIndex", "Heatmap", "RolloutNotFound", "SourceSta
 
 log = logging.getLogger(__name__)
 
+CONVERGENCE_ROWS = 20_000  # the convergence curves' rows at most (an even sample past that)
 LOCAL_EVERY_S = 1.0      # the folder is looked at (stat of its index files) at most this often
 REMOTE_WAIT_S = 15.0
 EXPORT_COLUMNS = [*COLUMNS, "played_in"]  # the index row, with `source` saying where the row came from
@@ -326,11 +327,20 @@ class BrowseIndex:
 
     def convergence(self, filters: Filters) -> pd.DataFrame:
         """rollouts.convergence's curves over the filtered rows (remembered per filter set until the rows change);
-        `viewer.convergence.convergence_figure(curves=...)` draws them."""
+        `viewer.convergence.convergence_figure(curves=...)` draws them. Past CONVERGENCE_ROWS rows the curves are
+        drawn from an even sample of them (by id hash, the same sample every time): each row's check costs are
+        parsed in Python, and quartiles of a large sample are the quartiles of the whole to the figure's eye."""
         where, params = self._sql_filters(filters)
-        columns = "model, check_costs, optimal_cost, naive_cost, grp"
-        return self._remembered(self._key("convergence", filters=filters), lambda: convergence(
-            self.engine.fetch(f"({where}) AND check_costs IS NOT NULL", params, columns=columns)))
+
+        def curves() -> pd.DataFrame:
+            where_costs = f"({where}) AND check_costs IS NOT NULL"
+            count = self.engine.count_where(where_costs, params)
+            step = max(1, math.ceil(count / CONVERGENCE_ROWS))
+            sample = f"{where_costs} AND hash(episode_id) % {step} = 0" if step > 1 else where_costs
+            return convergence(self.engine.fetch(sample, params, columns="model, check_costs, optimal_cost, "
+                                                 "naive_cost, grp"))
+
+        return self._remembered(self._key("convergence", filters=filters), curves)
 
     def record(self, episode_id: str, *, wait: float = REMOTE_WAIT_S) -> tuple[dict, dict]:
         """(record, index row) of a rollout from whichever source has it.

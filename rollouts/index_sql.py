@@ -291,6 +291,10 @@ class IndexEngine:
             clauses.append("(" + " OR ".join(hit) + ")")
         return " AND ".join(clauses), params
 
+    def count_where(self, where: str, params: Sequence[Any] = ()) -> int:
+        with self._lock:
+            return int(self.sql(f"SELECT count(*) FROM rollouts WHERE {where}", params).fetchall()[0][0])
+
     def count(self, filters: Filters | None = None, transcripts: TranscriptIndex | None = None) -> int:
         where, params = self.where(filters or Filters(), transcripts)
         with self._lock:

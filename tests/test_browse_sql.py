@@ -20,7 +20,7 @@ from rollouts.leaderboard import leaderboard
 from rollouts.query import Filters, filter_mask, options, page_of, sort_rows
 from rollouts.sources import INDEX_SCHEMA
 from rollouts.sources.local import LocalSource
-from testkit.index_rows import index_table, write_index_folder
+from testkit.index_rows import index_table
 
 ROWS = 3_000
 LARGE = 200  # the bootstrap's limit here: a model has about 330 rows (SQL aggregates), a tier filter leaves fewer
@@ -50,11 +50,15 @@ def rows() -> pa.Table:
 def both(rows, tmp_path_factory):
     """(the pandas frame, a BrowseIndex over a folder of the same rows: Parquet files, and JSONL for the last days)."""
     root = tmp_path_factory.mktemp("sql-parity")
-    write_index_folder(root, rows, writers=1)
-    for path in sorted(root.glob("index/*/*.parquet"))[-6:]:  # the newest files not compacted yet
-        table = pq.read_table(path)
-        path.with_suffix(".jsonl").write_text("".join(json.dumps(r) + "\n" for r in table.to_pylist()))
-        path.unlink()
+    chunk = ROWS // 8
+    for k in range(8):  # six compacted files, and two days of JSONL not compacted yet
+        part = rows.slice(k * chunk, chunk if k < 7 else ROWS - 7 * chunk)
+        day = root / "index" / f"2026-11-0{k + 1}"
+        day.mkdir(parents=True)
+        if k < 6:
+            pq.write_table(part, day / "w1.parquet")
+        else:
+            (day / "w1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in part.to_pylist()))
     index = BrowseIndex(LocalSource(root))
     return frame_from_tables({"local": rows}), index
 
