@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from rollouts.index_sql import FRAME_ORDER, IndexEngine
@@ -66,10 +65,12 @@ def board(engine: IndexEngine, where: str, params: Sequence[Any], *, same_tasks:
         small = [str(m) for m, n in zip(stats["model"], stats["n"], strict=True) if n <= BOOTSTRAP_MAX_EPISODES]
         few = engine.sql(f"{head} SELECT {BOARD_INPUTS} FROM m WHERE list_contains(?, model) ORDER BY {FRAME_ORDER}",
                          [*params, small]).fetch_df() if small else None
-        lines = {}
-        for stat in stats.to_dict("records"):
-            if stat["n"] > BOOTSTRAP_MAX_EPISODES:
-                lines[str(stat["model"])] = _large_line(engine, head, params, stat)
+        large = [s for s in stats.to_dict("records") if s["n"] > BOOTSTRAP_MAX_EPISODES]
+        # A large model with a few priced episodes bootstraps reward per dollar over them: one read for all.
+        priced = [str(s["model"]) for s in large if 1 <= s["priced"] <= BOOTSTRAP_MAX_EPISODES]
+        spends = engine.sql(f"{head} SELECT model, reward, usd FROM m WHERE list_contains(?, model) AND usd IS NOT "
+                            f"NULL ORDER BY {FRAME_ORDER}", [*params, priced]).fetch_df() if priced else None
+        lines = {str(s["model"]): _large_line(s, spends) for s in large}
     if few is not None and len(few):
         for line in leaderboard(few).to_dict("records"):
             lines[str(line["model"])] = line
@@ -79,7 +80,7 @@ def board(engine: IndexEngine, where: str, params: Sequence[Any], *, same_tasks:
     return sort_board(pd.DataFrame(ordered, columns=COLUMNS), "mean_reward")
 
 
-def _large_line(engine: IndexEngine, head: str, params: Sequence[Any], stat: dict) -> dict:
+def _large_line(stat: dict, spends: pd.DataFrame | None) -> dict:
     """One model's line past BOOTSTRAP_MAX_EPISODES episodes, from its aggregates (the normal intervals)."""
     n, mean = int(stat["n"]), float(stat["mean_reward"])
     half = 1.96 * _number(stat["sd"]) / math.sqrt(n)
@@ -91,11 +92,10 @@ def _large_line(engine: IndexEngine, head: str, params: Sequence[Any], stat: dic
         spread = stat["var_reward"] + per_usd ** 2 * stat["var_usd"] - 2 * per_usd * stat["covar"]
         usd_half = 1.96 * math.sqrt(max(spread, 0.0)) / (math.sqrt(priced) * stat["usd_per_episode"])
         usd_ci = (per_usd - usd_half, per_usd + usd_half)
-    elif priced >= 1 and spent > 0:
+    elif priced >= 1 and spent > 0 and spends is not None:
         # A few priced episodes among many: their bootstrap, as rollouts.leaderboard draws it.
-        rows = engine.sql(f"{head} SELECT reward, usd FROM m WHERE model = ? AND usd IS NOT NULL "
-                          f"ORDER BY {FRAME_ORDER}", [*params, stat["model"]]).fetchnumpy()
-        usd_ci = ratio_ci(np.asarray(rows["reward"], dtype=float), np.asarray(rows["usd"], dtype=float))
+        rows = spends[spends["model"] == stat["model"]]
+        usd_ci = ratio_ci(rows["reward"].to_numpy(dtype=float), rows["usd"].to_numpy(dtype=float))
     else:
         usd_ci = (float("nan"), float("nan"))
     return {
