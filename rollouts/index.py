@@ -85,6 +85,7 @@ class BrowseIndex:
         self.version = 0
         self._tables: dict[str, pa.Table | None] = {}
         self.engine = IndexEngine()
+        self.engine.on_change = self._rebuild
         self._local_files: tuple | None = None  # (path, inode, size, mtime) of each local index file, last look
         self._status: dict[str, SourceStatus] = {
             s.name: SourceStatus(s.name, s.label) for s in [local, *self.remotes]}

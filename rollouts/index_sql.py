@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +100,8 @@ class IndexEngine:
         self._schemas: dict[tuple, tuple] = {}
         self._checked: dict[tuple, list[str]] = {}  # (parquet file, mtime, size) -> its malformed rows' ids
         self._values: dict[str, list[str]] | None = None
+        self._checker: threading.Thread | None = None
+        self.on_change: Callable[[], None] = lambda: None  # rows changed outside set_files/set_table
         self._lock = threading.RLock()
         self._parts: dict[str, dict[str, Any]] = {}  # source -> {"parquet": [...], "jsonl": [...]} or {"table": t}
         self.skipped: dict[str, int] = {}
@@ -194,13 +196,8 @@ class IndexEngine:
         changing old ones), and among themselves they are unique (each writer folds its own rows); so the costly
         pass is a lookup of the other rows' ids (JSONL, tables, the Hub's) among all ids, not a grouping of all."""
         con = self._con
-        fresh = [p for part in self._parts.values() for p in part.get("parquet", ())
-                 if (p, *_version(p)) not in self._checked]
-        if fresh:
-            bad = con.execute(f"SELECT filename, episode_id FROM read_parquet({_file_list(fresh)}, filename = true, "
-                              f"union_by_name = true) WHERE NOT coalesce({_valid('0')}, false)").fetchall()
-            for path in fresh:
-                self._checked[(path, *_version(path))] = [i for f, i in bad if f == str(path)]
+        if self._unchecked():
+            self._check_in_background()
         planted = sorted({i for part in self._parts.values() for p in part.get("parquet", ())
                           for i in self._checked.get((p, *_version(p)), []) if i is not None})
         con.execute("CREATE OR REPLACE TEMP TABLE planted AS SELECT unnest(?::VARCHAR[]) AS episode_id", [planted])
@@ -218,6 +215,45 @@ class IndexEngine:
             SELECT e.*, o.on_hub FROM every_row e JOIN odd_ids o USING (episode_id)
             WHERE coalesce({_VALID}, false)
             QUALIFY row_number() OVER (PARTITION BY episode_id ORDER BY grp) = 1""")
+
+    def _unchecked(self) -> list[Path]:
+        return [p for part in self._parts.values() for p in part.get("parquet", ())
+                if (p, *_version(p)) not in self._checked]
+
+    def _check_in_background(self) -> None:
+        """Check new Parquet files' rows (a regex per row: a second at a million rows) while pages are answered;
+        a planted row is visible until then, and harmless: a record is only ever read from the path its id
+        names (LocalSource.locate, HubSource.record check the path again)."""
+        if self._checker is not None and self._checker.is_alive():
+            return
+
+        def check() -> None:
+            cursor = self._con.cursor()
+            while True:
+                with self._lock:
+                    fresh = self._unchecked()
+                if not fresh:
+                    return
+                try:
+                    bad = cursor.execute(
+                        f"SELECT filename, episode_id FROM read_parquet({_file_list(fresh)}, filename = true, "
+                        f"union_by_name = true) WHERE NOT coalesce({_valid('0')}, false)").fetchall()
+                except duckdb.Error:
+                    bad = []  # a file replaced meanwhile: checked again under its new version
+                with self._lock:
+                    for path in fresh:
+                        self._checked[(path, *_version(path))] = [i for f, i in bad if f == str(path)]
+                    if bad:
+                        self._build()
+                        self.on_change()
+
+        self._checker = threading.Thread(target=check, name="index-check", daemon=True)
+        self._checker.start()
+
+    def wait_checked(self, timeout: float = 30.0) -> None:
+        """Wait for the background check of new Parquet files (tests, benchmarks)."""
+        if self._checker is not None:
+            self._checker.join(timeout)
 
     def _count_sources(self) -> None:
         rows = self._con.execute(
@@ -253,7 +289,7 @@ class IndexEngine:
         for column, chosen in (("model", filters.models), ("task_id", filters.tasks), ("difficulty", filters.tiers),
                                ("quay", filters.quays)):
             if chosen:
-                clauses.append(f"list_contains(?, {column})")
+                clauses.append(f"{column} = ANY(?::VARCHAR[])")
                 params.append(list(chosen))
         for op, value in ((">=", filters.reward_min), ("<=", filters.reward_max)):
             if value is not None:
@@ -276,17 +312,17 @@ class IndexEngine:
         for term in filters.search.lower().split():
             # Model, task and run are matched on their distinct values (a few thousand), as pandas matched
             # categories: the rows are then compared by equality, not searched one by one.
-            hit, said = ["starts_with(lower(episode_id), ?)"], []
-            params.append(term)
+            hit, said = ["lower(episode_id) LIKE ? ESCAPE '\\'"], []
+            params.append(term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%")
             for column in ("model", "task_id", "run"):
                 found = [v for v in values[column] if term in v.lower()]
                 if found:
-                    hit.append(f"list_contains(?, {column})")
+                    hit.append(f"{column} = ANY(?::VARCHAR[])")
                     params.append(found)
             if transcripts is not None and len(transcripts):
                 said = sorted(transcripts.matching(term))
             if said:
-                hit.append("list_contains(?, episode_id)")
+                hit.append("episode_id = ANY(?::VARCHAR[])")
                 params.append(said)
             clauses.append("(" + " OR ".join(hit) + ")")
         return " AND ".join(clauses), params

@@ -169,6 +169,12 @@ def test_a_row_in_both_a_jsonl_and_a_parquet_file_counts_once(rows, tmp_path):
     assert set(frame["episode_id"]) == set(part.column("episode_id").to_pylist())
     status = {s.name: s for s in index.statuses()}["local"]
     assert status.rows == 40 and status.skipped == 2
+    # A row planted in a Parquet file is left out once the file is checked (in the background).
+    pq.write_table(pa.Table.from_pylist([{**planted, "episode_id": "planted2"}], schema=INDEX_SCHEMA),
+                   day / "w2.parquet")
+    index.refresh_local(force=True)
+    index.engine.wait_checked()
+    assert len(index.frame) == 40 and index.engine.skipped["local"] == 3
     assert index.query(Filters())[1] == 40 and index.board(Filters())["n"].sum() == 40
     # A local row also on the Hub is one row, labelled as both.
     index.engine.set_table("hub", part.slice(35, 10))
