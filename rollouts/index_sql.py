@@ -71,7 +71,8 @@ def _columns(scan: str, group: int, present: set[str] | dict[str, str]) -> str:
             cells.append(name)
         else:
             cells.append(f"TRY_CAST({name} AS {_SQL_TYPES[kind]}) AS {name}")
-    return f"SELECT {', '.join(cells)}, {group} AS grp FROM {scan}"
+    where = "filename" if "filename = true" in scan else "NULL::VARCHAR"
+    return f"SELECT {', '.join(cells)}, {group} AS grp, {where} AS filename FROM {scan}"
 
 
 def _version(path: Path) -> tuple[int, int]:
@@ -141,10 +142,10 @@ class IndexEngine:
         for path in part.get("parquet", ()):
             by_schema.setdefault(self._schema_of(path), []).append(path)
         for schema, paths in by_schema.items():
-            selects.append(_columns(f"read_parquet({_file_list(paths)})", base, dict(schema)))
+            selects.append(_columns(f"read_parquet({_file_list(paths)}, filename = true)", base, dict(schema)))
         if part.get("jsonl"):
             scan = (f"read_json({_file_list(part['jsonl'])}, format = 'newline_delimited', "
-                    f"columns = {JSON_COLUMNS}, ignore_errors = true)")
+                    f"columns = {JSON_COLUMNS}, ignore_errors = true, filename = true)")
             selects.append(_columns(scan, base + 1, set(COLUMNS)))
         return selects
 
@@ -168,7 +169,7 @@ class IndexEngine:
         self._find_odd_ids()
         label = "CASE grp // 3 WHEN 0 THEN 'local' WHEN 1 THEN 'hub' ELSE 'upstream' END"
         columns = ", ".join(c if c != "source" else "source AS played_in" for c in COLUMNS)
-        finish = (f"{columns}, grp, coalesce(reward, 0.0) AS reward_filled, coalesce(submitted, false) AS sub, "
+        finish = (f"{columns}, grp, filename, coalesce(reward, 0.0) AS reward_filled, coalesce(submitted, false) AS sub, "
                   "coalesce(feasible, false) AS fea, coalesce(input_tokens, 0) + coalesce(output_tokens, 0) AS tokens,"
                   " substr(started, 1, 10) AS date")
         odd = con.execute("SELECT count(*) FROM odd_ids").fetchall()[0][0]
@@ -184,8 +185,8 @@ class IndexEngine:
         outer = ", ".join("reward_filled AS reward" if c == "reward" else "sub AS submitted" if c == "submitted"
                           else "fea AS feasible" if c == "feasible" else c
                           for c in [*(c if c != "source" else "played_in" for c in COLUMNS)])
-        con.execute(f"CREATE OR REPLACE VIEW rollouts AS SELECT {outer}, label AS source, tokens, date, grp "
-                    "FROM base_rows")
+        con.execute(f"CREATE OR REPLACE VIEW rollouts AS SELECT {outer}, label AS source, tokens, date, grp, "
+                    "filename FROM base_rows")
         self._values = None
         self._count_sources()
 
@@ -347,8 +348,22 @@ class IndexEngine:
             total = int(self.sql(f"SELECT count(*) FROM rollouts WHERE {where}", params).fetchall()[0][0])
             pages = max(1, math.ceil(total / size))
             page = min(max(1, int(page or 1)), pages)
-            # One Top-N query: DuckDB reads the filter and sort columns of every row, the others of the page's.
-            rows = self.fetch(where, params, order=f"{order} LIMIT {size} OFFSET {(page - 1) * size}")
+            # The page's ids and files from the filter and sort columns; then its rows whole, from those files
+            # only (DuckDB skips a file by its name before opening it).
+            found = self.sql(f"SELECT episode_id, filename FROM rollouts WHERE {where} ORDER BY {order} "
+                             f"LIMIT {size} OFFSET {(page - 1) * size}", params).fetchall()
+            ids = [episode_id for episode_id, _ in found]
+            files = sorted({name for _, name in found if name is not None})
+            parts = []
+            if files:
+                parts.append(self.fetch("filename = ANY(?::VARCHAR[]) AND episode_id = ANY(?::VARCHAR[])",
+                                        [files, ids], order="episode_id"))
+            if len(files) < len(found) and any(name is None for _, name in found):
+                parts.append(self.fetch("filename IS NULL AND episode_id = ANY(?::VARCHAR[])", [ids],
+                                        order="episode_id"))
+        rows = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0] if parts else self.empty()
+        rank = {episode_id: i for i, episode_id in enumerate(ids)}
+        rows = rows.sort_values("episode_id", key=lambda c: c.map(rank), kind="stable", ignore_index=True)
         return rows, total, page, pages
 
     def fetch(self, where: str = "true", params: Sequence[Any] = (), *, order: str = FRAME_ORDER,
@@ -358,7 +373,7 @@ class IndexEngine:
         with self._lock:
             table = self._con.sql(f"SELECT {columns} FROM rollouts WHERE {where} ORDER BY {order}{tail}",
                                   params=list(params)).to_arrow_table()
-        return table.to_pandas().drop(columns=["grp"], errors="ignore")
+        return table.to_pandas().drop(columns=["grp", "filename"], errors="ignore")
 
     def empty(self) -> pd.DataFrame:
         return self.fetch("false")
