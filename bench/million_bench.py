@@ -79,6 +79,7 @@ def worker(folder: Path) -> dict:
     from rollouts.query import Filters, options
 
     baseline = peak_rss_mb()
+    load = os.getloadavg()[0]  # the machine is shared: figures are comparable only at similar load
     start = time.perf_counter()
     index = BrowseIndex.from_settings(folder)
     index.refresh_local(force=True)
@@ -97,6 +98,7 @@ def worker(folder: Path) -> dict:
     out["board_all"] = timed(lambda: index.board(Filters()))
     out["board_filtered"] = timed(lambda: index.board(Filters.parse(tiers="storm")))
     out["rss_end_mb"] = peak_rss_mb()
+    out["load"] = (load, os.getloadavg()[0])
     return out
 
 
@@ -121,10 +123,11 @@ def ms(value: float | None) -> str:
 def line(rows: int, engine: str, r: dict) -> str:
     if "timeout" in r or "failed" in r:
         why = f"not finished in {r['timeout']:.0f} s" if "timeout" in r else f"failed: {r['failed']}"
-        return f"| {rows:,} | {engine} | {why} | | | | | |"
+        return f"| {rows:,} | {engine} | {why} | | | | | | |"
+    load = f"{r['load'][0]:.1f} / {r['load'][1]:.1f}" if "load" in r else "–"
     return (f"| {rows:,} | {engine} | {ms(r['first_page'])} | {ms(r['filter_median'])} (max {ms(r['filter_max'])}) "
             f"| {ms(r['search_median'])} (max {ms(r['search_max'])}) | {ms(r['board_all'])} / "
-            f"{ms(r['board_filtered'])} | {r['rss_first_page_mb']:,.0f} MB | {r['rss_end_mb']:,.0f} MB |")
+            f"{ms(r['board_filtered'])} | {r['rss_first_page_mb']:,.0f} MB | {r['rss_end_mb']:,.0f} MB | {load} |")
 
 
 def ratio(a: dict, b: dict, key: str) -> str:
@@ -150,7 +153,7 @@ def run(rows: int, pandas_rows: int, baseline: Path, keep: Path | None, timeout:
         pandas = in_process(folder, baseline, timeout)
         print(line(pandas_rows, "pandas (baseline)", pandas), file=sys.stderr, flush=True)
         table = ["| rows | engine | first page | filter: page | search: page | leaderboard: all / filtered | "
-                 "RSS after first page | RSS at end |", "|---:|---|---:|---:|---:|---:|---:|---:|",
+                 "RSS after first page | RSS at end | load (start / end) |", "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
                  line(rows, "DuckDB (rollouts.index)", sql)]
         if pandas_rows != rows:
             table.append(line(pandas_rows, "DuckDB (rollouts.index)", small_sql))
