@@ -120,7 +120,7 @@ class BrowseIndex:
     def total(self) -> int:
         """How many rows there are (after a cheap look at the local folder)."""
         self.refresh_local()
-        return self.engine.count()
+        return self._remembered(("total", self.version), self.engine.count)
 
     def options(self) -> dict[str, list[str]]:
         """The values each choice filter offers: what the rows hold."""

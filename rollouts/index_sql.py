@@ -102,6 +102,8 @@ class IndexEngine:
         self._checked: dict[tuple, list[str]] = {}  # (parquet file, mtime, size) -> its malformed rows' ids
         self._values: dict[str, list[str]] | None = None
         self._checker: threading.Thread | None = None
+        self._jsonl: dict[tuple, str] = {}  # (JSONL file, group, mtime, size) -> the table of its rows
+        self._jsonl_names: list[str] = []
         self.on_change: Callable[[], None] = lambda: None  # rows changed outside set_files/set_table
         self._lock = threading.RLock()
         self._parts: dict[str, dict[str, Any]] = {}  # source -> {"parquet": [...], "jsonl": [...]} or {"table": t}
@@ -143,11 +145,28 @@ class IndexEngine:
             by_schema.setdefault(self._schema_of(path), []).append(path)
         for schema, paths in by_schema.items():
             selects.append(_columns(f"read_parquet({_file_list(paths)}, filename = true)", base, dict(schema)))
-        if part.get("jsonl"):
-            scan = (f"read_json({_file_list(part['jsonl'])}, format = 'newline_delimited', "
-                    f"columns = {JSON_COLUMNS}, ignore_errors = true, filename = true)")
-            selects.append(_columns(scan, base + 1, set(COLUMNS)))
+        selects += [f"SELECT * FROM {self._jsonl_rows(path, base + 1)}" for path in part.get("jsonl", ())]
         return selects
+
+    def _jsonl_rows(self, path: Path, group: int) -> str:
+        """A JSONL index file's rows as a DuckDB table, parsed once per file version: JSON is slow to parse on
+        every query, and these files are the small, growing part (compaction folds them into Parquet)."""
+        key = (path, group, *_version(path))
+        name = self._jsonl.get(key)
+        if name is None:
+            name = self._jsonl[key] = f"jsonl_rows_{len(self._jsonl_names)}"
+            self._jsonl_names.append(name)
+            scan = (f"read_json({_file_list([path])}, format = 'newline_delimited', "
+                    f"columns = {JSON_COLUMNS}, ignore_errors = true, filename = true)")
+            self._con.execute(f"CREATE OR REPLACE TABLE {name} AS {_columns(scan, group, set(COLUMNS))}")
+        return name
+
+    def _drop_stale_jsonl(self) -> None:
+        """Forget the tables of JSONL files that changed or went away (after the views stopped naming them)."""
+        current = {(p, SOURCES.index(source) * 3 + 1, *_version(p)) for source, part in self._parts.items()
+                   for p in part.get("jsonl", ())}
+        for key in [k for k in self._jsonl if k not in current]:
+            self._con.execute(f"DROP TABLE IF EXISTS {self._jsonl.pop(key)}")
 
     def _schema_of(self, path: Path) -> tuple:
         """(column, type) of a Parquet file's index columns, read from its footer once per file version."""
@@ -188,6 +207,7 @@ class IndexEngine:
         con.execute(f"CREATE OR REPLACE VIEW rollouts AS SELECT {outer}, label AS source, tokens, date, grp, "
                     "filename FROM base_rows")
         self._values = None
+        self._drop_stale_jsonl()
         self._count_sources()
 
     def _find_odd_ids(self) -> None:
