@@ -1,20 +1,22 @@
 """Browse's rows as DuckDB queries over the index files where they lie, so a million rollouts stay on disk.
 
 `IndexEngine` holds one DuckDB connection and a view, `rollouts`, over every source's index rows: a source is
-either a list of index files (`index/<day>/<writer>.parquet` and `.jsonl`, read in place with `read_parquet` and
-`read_json` with explicit columns) or a small Arrow table (upstream's rows, a test's). A query reads only the
-columns it needs and hands back only what is asked for: a page of 50 rows, a count, a leaderboard.
+either a list of index files (`index/<day>/<writer>.parquet`, read in place with `read_parquet`, and `.jsonl`,
+parsed once per file version with `read_json` and explicit columns into a small table) or an Arrow table scanned
+where it lies (upstream's rows, the Hub's, a test's). A query reads only the columns it needs and hands back only
+what is asked for: a page of 50 rows, a count, a leaderboard.
 
 Rows are deduplicated by episode id across sources and file forms (a rollout both in a JSONL file and in the
 Parquet file compaction made of it, or both in the local folder and on the Hub): the first source in SOURCES
-order keeps it, Parquet before JSONL, and a local row also on the Hub is labelled `local+hub`. Finding duplicates
-costs one pass over the ids, so it is done when the files change (`set_files`, `set_table`), never per query:
-duplicated and malformed ids go in a small table the view leaves out, and the kept copy of each duplicated id in
-another small table the view adds back.
+order keeps it, Parquet before JSONL, and a local row also on the Hub is labelled `local+hub`. Duplicates are
+looked for when the files change (`set_files`, `set_table`), never per query: the ids of every row outside the
+local Parquet files are looked up among all ids (a source's Parquet files are unique among themselves: each writer
+folds its own rows). Duplicated and malformed ids go in a small table the view leaves out, and the kept copy of
+each duplicated id in another small table the view adds back; with none, the view is a plain union.
 
-The view's columns and order match rollouts.index's pandas frame: the index row with its `source` as
+The view's columns and order match rollouts.index_pandas's frame: the index row with its `source` as
 `played_in`, `source` the label, `reward` 0 and `submitted`/`feasible` false when missing, `tokens` and `date`;
-newest first, rows without a start time last.
+newest first, rows without a start time last (then source order and id, so pages never overlap).
 """
 
 from __future__ import annotations
