@@ -198,3 +198,18 @@ def test_a_page_reads_only_its_rows(both, monkeypatch):
     rows, total, page, _ = index.query(Filters.parse(tiers="busy"), sort="reward", page=4, size=25)
     assert len(rows) == 25 and total > 100 and page == 4
     assert fetched == [25]
+
+
+def test_hub_files_read_in_place_overlap_the_local_ones_once(rows, tmp_path):
+    """A Hub loader that names the files it downloaded gets them read in place; shared rows count once."""
+    local, hub = tmp_path / "local", tmp_path / "hub"
+    for folder, part in ((local, rows.slice(0, 30)), (hub, rows.slice(20, 30))):
+        (folder / "index" / "2026-11-30").mkdir(parents=True)
+        pq.write_table(part, folder / "index" / "2026-11-30" / "w1.parquet")
+    engine = index_sql.IndexEngine()
+    engine.set_files("local", sorted(local.glob("index/*/*.parquet")))
+    engine.set_files("hub", sorted(hub.glob("index/*/*.parquet")))
+    frame = engine.fetch()
+    assert len(frame) == 50 and frame["episode_id"].is_unique
+    assert frame["source"].value_counts().to_dict() == {"local": 20, "local+hub": 10, "hub": 20}
+    assert engine.counts == {"local": 30, "hub": 30}
