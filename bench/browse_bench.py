@@ -2,6 +2,7 @@
 
     python bench/browse_bench.py                       # 10k and 100k rollouts (several minutes, ~4.5 GB of temp files)
     python bench/browse_bench.py --sizes 10000 --naive-timeout 120
+    python bench/browse_bench.py --rows 1000000        # a million index rows: DuckDB against pandas (million_bench.py)
 
 For each size it writes a synthetic rollout dataset in the store's layout under a temp dir (records from
 testkit/records.py: 2,000 distinct episodes, cloned under new ids, dates and models; index rows from
@@ -239,6 +240,11 @@ def main() -> None:
     parser.add_argument("--naive-timeout", type=float, default=240.0,
                         help="seconds the datasets approach may take per size before it is stopped")
     parser.add_argument("--keep", type=Path, help="write the datasets here and keep them")
+    parser.add_argument("--rows", type=int, help="index rows only, DuckDB against pandas (bench/million_bench.py)")
+    parser.add_argument("--pandas-rows", type=int, help="rows for the pandas index (default: --rows)")
+    parser.add_argument("--baseline", type=Path, default=Path("/work/wt-base"),
+                        help="a checkout of the code before the DuckDB index, for the pandas figures")
+    parser.add_argument("--timeout", type=float, default=900.0, help="seconds per engine run with --rows")
     parser.add_argument("--worker", choices=["index", "naive"], help=argparse.SUPPRESS)
     parser.add_argument("--dir", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--cache", type=Path, help=argparse.SUPPRESS)
@@ -246,6 +252,12 @@ def main() -> None:
     if args.worker:
         result = run_index(args.dir) if args.worker == "index" else run_naive(args.dir, args.cache)
         print(json.dumps(result))
+        return
+    if args.rows:
+        sys.path[:0] = [str(ROOT / "bench")]
+        import million_bench
+
+        million_bench.run(args.rows, args.pandas_rows or args.rows, args.baseline, args.keep, args.timeout)
         return
 
     lines = ["| rollouts | approach | first table page | first leaderboard | filter change: table | "

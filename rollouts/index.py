@@ -1,19 +1,22 @@
-"""The Browse tab's data: index rows from every source in one pandas frame, filtered, sorted and paged.
+"""The Browse tab's data: index rows from every source, filtered, sorted and paged by DuckDB where they lie.
 
-The frame holds only index rows (one flat row per rollout, `rollouts.schema.COLUMNS`), never records, so 100k
-rollouts take a few tens of MB. Its `source` column says where a row came from: `local` (this Space's folder,
-not on the Hub yet or no Hub configured), `hub`, `local+hub` (both), or `upstream`. The record's own `source`
-(`space` or `cli`) is kept as `played_in`.
+Rows are index rows (one flat row per rollout, `rollouts.schema.COLUMNS`), never records. The local folder's index
+files (`index/*/*.jsonl` and `index/*/*.parquet`) are read in place by rollouts.index_sql's engine, so a million
+rollouts cost a page of rows in memory, not a frame; the Hub sources give Arrow tables (or, when a loader says
+which files it read, the files). A row's `source` says where it came from: `local` (this Space's folder, not on
+the Hub yet or no Hub configured), `hub`, `local+hub` (both), or `upstream`; the record's own `source` (`space`
+or `cli`) is kept as `played_in`.
 
-`filter_mask`, `sort_rows`, `page_of` and `frame_from_tables` are pure; `BrowseIndex` owns the sources, reloads
-the local folder cheaply when asked (at most once a second), loads the Hub sources in the background so a slow
-Hub never holds up a page, and bumps `version` whenever the rows change.
+`BrowseIndex` owns the sources, looks at the local folder cheaply when asked (a stat of its index files, at most
+once a second), loads the Hub sources in the background so a slow Hub never holds up a page, and bumps `version`
+whenever the rows change. rollouts.index_pandas is the pandas engine it replaced, kept as the tests' reference.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import os
 import threading
 import time
 from collections import OrderedDict
@@ -22,88 +25,34 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
+from rollouts import board_sql
+from rollouts.board_sql import Heatmap
 from rollouts.convergence import convergence
-from rollouts.leaderboard import leaderboard
-from rollouts.query import PAGE_SIZE, SOURCES, Filters, filter_mask, page_of, sort_rows
-from rollouts.schema import COLUMNS, TIERS, valid_episode_id
+from rollouts.index_pandas import CATEGORIES, frame_from_tables, heatmap_of
+from rollouts.index_sql import IndexEngine, order_by
+from rollouts.layout import INDEX_GLOB, INDEX_PARQUET_GLOB, RECORDS_DIR
+from rollouts.query import PAGE_SIZE, Filters
+from rollouts.schema import COLUMNS, valid_episode_id
 from rollouts.search import TranscriptIndex
 from rollouts.sources import Loaded, SourceError
 from rollouts.sources.hub import HubSource
 from rollouts.sources.local import LocalSource
 from rollouts.sources.upstream import UpstreamSource
 
+__all__ = ["CATEGORIES", "BrowseIndex", "Heatmap", "RolloutNotFound", "SourceStatus", "frame_from_tables",
+           "heatmap_of", "records_of"]
+
 log = logging.getLogger(__name__)
 
-CATEGORIES = ("run", "model", "model_name", "task_id", "difficulty", "quay", "end_reason", "played_in",
-              "env_url", "source")
+CONVERGENCE_ROWS = 20_000  # the convergence curves' rows at most (an even sample past that)
 LOCAL_EVERY_S = 1.0      # the folder is looked at (stat of its index files) at most this often
 REMOTE_WAIT_S = 15.0
-EXPORT_COLUMNS = [*COLUMNS, "played_in"]  # the index row, with `source` saying where the row came from     # how long an explicit Refresh or a deep link waits for the Hub sources
-
-
-# -- the frame -------------------------------------------------------------------------------------------------
-
-
-def frame_from_tables(tables: dict[str, pa.Table | None]) -> pd.DataFrame:
-    """One frame from each source's index table (keys from SOURCES), one row per episode id.
-
-    A rollout both in the local folder and on the Hub is one `local+hub` row (the local row, which is never older).
-    Rows are sorted newest first, rows without a start time (upstream's) last.
-    """
-    tables = {name: t for name, t in tables.items() if t is not None and t.num_rows}
-    local, hub = tables.get("local"), tables.get("hub")
-    on_hub = None
-    if local is not None and hub is not None:
-        # In Arrow, not pandas: pandas' isin on Arrow strings walks the value list in Python (0.3 s per 100k ids).
-        on_hub = pc.is_in(local.column("episode_id"), value_set=hub.column("episode_id")).to_numpy(
-            zero_copy_only=False)
-        tables["hub"] = hub.filter(pc.invert(pc.is_in(hub.column("episode_id"),
-                                                       value_set=local.column("episode_id"))))
-    parts = []
-    for name in SOURCES:
-        table = tables.get(name)
-        if table is None:
-            continue
-        part = table.to_pandas().rename(columns={"source": "played_in"})
-        part["source"] = name
-        if name == "local" and on_hub is not None:
-            part.loc[on_hub, "source"] = "local+hub"
-        parts.append(part)
-    if not parts:
-        return _empty_frame()
-    frame = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
-    frame = frame.drop_duplicates("episode_id", keep="first")
-    return _finish(frame)
-
-
-def _finish(frame: pd.DataFrame) -> pd.DataFrame:
-    frame = frame.assign(
-        submitted=frame["submitted"].fillna(False).astype(bool),
-        feasible=frame["feasible"].fillna(False).astype(bool),
-        reward=pd.to_numeric(frame["reward"], errors="coerce").fillna(0.0),
-        tokens=pd.to_numeric(frame["input_tokens"], errors="coerce").fillna(0)
-        + pd.to_numeric(frame["output_tokens"], errors="coerce").fillna(0),
-        date=frame["started"].str.slice(0, 10),
-    )
-    for column in CATEGORIES:
-        frame[column] = frame[column].astype("category")
-    frame = frame.sort_values("started", ascending=False, na_position="last", kind="stable")
-    return frame.reset_index(drop=True)
-
-
-def _empty_frame() -> pd.DataFrame:
-    frame = pd.DataFrame({name: pd.Series(dtype=_DTYPES[kind]) for name, kind in COLUMNS.items()})
-    return _finish(frame.rename(columns={"source": "played_in"}).assign(source=pd.Series(dtype="str")))
-
-
-_DTYPES = {str: "str", int: "float64", float: "float64", bool: "bool"}
+EXPORT_COLUMNS = [*COLUMNS, "played_in"]  # the index row, with `source` saying where the row came from
 
 
 # -- the sources, together -------------------------------------------------------------------------------------
@@ -126,7 +75,7 @@ class RolloutNotFound(LookupError):
 
 
 class BrowseIndex:
-    """Every source's index rows as one frame, kept fresh cheaply; records fetched on demand."""
+    """Every source's index rows as one DuckDB view, kept fresh cheaply; records fetched on demand."""
 
     def __init__(self, local: LocalSource, remotes: Sequence[HubSource | UpstreamSource] = (), *,
                  local_every_s: float = LOCAL_EVERY_S) -> None:
@@ -135,9 +84,11 @@ class BrowseIndex:
         self.local_every_s = local_every_s
         self.version = 0
         self._tables: dict[str, pa.Table | None] = {}
+        self.engine = IndexEngine()
+        self.engine.on_change = self._rebuild
+        self._local_files: tuple | None = None  # (path, inode, size, mtime) of each local index file, last look
         self._status: dict[str, SourceStatus] = {
             s.name: SourceStatus(s.name, s.label) for s in [local, *self.remotes]}
-        self._frame = _empty_frame()
         self._lock = threading.RLock()
         self._local_checked = 0.0
         self._remote_thread: threading.Thread | None = None
@@ -162,9 +113,32 @@ class BrowseIndex:
 
     @property
     def frame(self) -> pd.DataFrame:
-        """The rows now, after a cheap look at the local folder (at most once per `local_every_s`)."""
+        """Every row now, as one pandas frame (tests and small folders: the page never needs it)."""
         self.refresh_local()
-        return self._frame
+        return self.engine.fetch()
+
+    def total(self) -> int:
+        """How many rows there are (after a cheap look at the local folder)."""
+        self.refresh_local()
+        return self._remembered(("total", self.version), self.engine.count)
+
+    def options(self) -> dict[str, list[str]]:
+        """The values each choice filter offers: what the rows hold."""
+        self.refresh_local()
+        return self.engine.options()
+
+    def _local_index_files(self) -> tuple:
+        root = self.local.root
+        if not root.is_dir():
+            return ()
+        seen = []
+        for path in sorted([*root.glob(INDEX_GLOB), *root.glob(INDEX_PARQUET_GLOB)]):
+            try:
+                st = path.stat()
+            except FileNotFoundError:
+                continue
+            seen.append((path, st.st_ino, st.st_size, st.st_mtime_ns))
+        return tuple(seen)
 
     def refresh_local(self, force: bool = False) -> bool:
         """Pick up rows added to the local folder; True when the rows changed."""
@@ -173,29 +147,30 @@ class BrowseIndex:
             if not force and now - self._local_checked < self.local_every_s:
                 return False
             self._local_checked = now
-            loaded = self.local.load()
-            self._record(loaded)
-            if loaded.changed or "local" not in self._tables:
-                self._tables["local"] = loaded.table
-                self._rebuild()
-                self._read_transcripts()
-                return True
-            return False
+            files = self._local_index_files()
+            if files == self._local_files:
+                return False
+            self._local_files = files
+            self.engine.set_files("local", [f[0] for f in files])
+            status = self._status[self.local.name]
+            status.rows, status.skipped = self.engine.counts.get("local", 0), self.engine.skipped.get("local", 0)
+            status.loaded_at = time.time()
+            self._rebuild()
+            self._read_transcripts()
+            return True
 
     def _read_transcripts(self) -> None:
         """Index the words of local records not indexed yet, in the background (the rows answer meanwhile)."""
         if self._reader is not None and self._reader.is_alive():
             return
-        table = self._tables.get("local")
-        if table is None or not table.num_rows:
-            return
-        wanted = [(e, p) for e, p in zip(table.column("episode_id").to_pylist(), table.column("path").to_pylist(),
-                                         strict=True) if e not in self.transcripts]
-        if not wanted:
-            return
+        folder = self.local.root / RECORDS_DIR
 
         def read() -> None:
-            for episode_id, path in wanted:
+            # The record files on disk, not the index rows: a folder of a million rows without their records
+            # (a copy of the index) costs one listing, not a million failed opens.
+            for episode_id, path in _record_files(folder):
+                if episode_id in self.transcripts:
+                    continue
                 try:
                     self.transcripts.add(episode_id, self.local.record({"episode_id": episode_id, "path": path}))
                 except SourceError:
@@ -250,6 +225,11 @@ class BrowseIndex:
             self._status[source.name].loading = False
             if loaded.changed or (loaded.table is not None and source.name not in self._tables):
                 self._tables[source.name] = loaded.table
+                files = getattr(loaded, "files", None)  # a loader that says which files it read: read in place
+                if files:
+                    self.engine.set_files(source.name, files)
+                else:
+                    self.engine.set_table(source.name, loaded.table)
                 self._rebuild()
 
     def _record(self, loaded: Loaded) -> None:
@@ -260,7 +240,6 @@ class BrowseIndex:
             status.loaded_at = loaded.at
 
     def _rebuild(self) -> None:
-        self._frame = frame_from_tables(self._tables)
         self.version += 1
         self._boards.clear()
 
@@ -274,49 +253,58 @@ class BrowseIndex:
 
     # -- queries -----------------------------------------------------------------------------------------------
 
-    def query(self, filters: Filters, *, sort: str = "started", descending: bool = True, page: int = 1,
-              size: int = PAGE_SIZE) -> tuple[pd.DataFrame, int, int, int]:
-        """(the page's rows, how many rows match, the page number used, the number of pages)."""
-        frame = self.frame
-        matched = frame[filter_mask(frame, filters, self.transcripts)]
-        rows, page, pages = page_of(sort_rows(matched, sort, descending), page, size)
-        return rows, len(matched), page, pages
+    def _sql_filters(self, filters: Filters) -> tuple[str, list[Any]]:
+        self.refresh_local()
+        return self.engine.where(filters, self.transcripts)
 
-    def board(self, filters: Filters, *, same_tasks: bool = False) -> pd.DataFrame:
-        """The leaderboard over the filtered rows (remembered per filter set until the rows change)."""
-        frame = self.frame
-        # A search's answer grows as transcripts are read, so their count is part of its key.
-        key = (self.version, filters.key(), same_tasks, len(self.transcripts) if filters.search else 0)
+    def _remembered(self, key: tuple, make: Any) -> Any:
+        """A board-like answer remembered per key until the rows change (64 at most)."""
         with self._lock:
             cached = self._boards.get(key)
         if cached is not None:
             return cached
-        matched = frame[filter_mask(frame, filters, self.transcripts)]
-        matched = matched.assign(model=matched["model"].astype("str"), task_id=matched["task_id"].astype("str"),
-                                 difficulty=matched["difficulty"].astype("str"))
-        board = leaderboard(matched, same_tasks=same_tasks)
+        value = make()
         with self._lock:
-            self._boards[key] = board
+            self._boards[key] = value
             while len(self._boards) > 64:
                 self._boards.popitem(last=False)
-        return board
+        return value
 
-    def matching(self, filters: Filters) -> pd.DataFrame:
-        """Every row that passes the filters and the search, newest first."""
-        frame = self.frame
-        return frame[filter_mask(frame, filters, self.transcripts)]
+    def query(self, filters: Filters, *, sort: str = "started", descending: bool = True, page: int = 1,
+              size: int = PAGE_SIZE) -> tuple[pd.DataFrame, int, int, int]:
+        """(the page's rows, how many rows match, the page number used, the number of pages); only the page's rows
+        are read whole."""
+        self.refresh_local()
+        return self.engine.page(filters, self.transcripts, sort=sort, descending=descending, page=page, size=size)
+
+    def _key(self, *parts: Any, filters: Filters) -> tuple:
+        # A search's answer grows as transcripts are read, so their count is part of its key.
+        return (*parts, self.version, filters.key(), len(self.transcripts) if filters.search else 0)
+
+    def board(self, filters: Filters, *, same_tasks: bool = False) -> pd.DataFrame:
+        """The leaderboard over the filtered rows (remembered per filter set until the rows change)."""
+        where, params = self._sql_filters(filters)
+        return self._remembered(self._key("board", same_tasks, filters=filters),
+                                lambda: board_sql.board(self.engine, where, params, same_tasks=same_tasks))
+
+    def matching(self, filters: Filters, *, sort: str = "started", descending: bool = True) -> pd.DataFrame:
+        """Every row that passes the filters and the search, newest first (or in the order asked)."""
+        where, params = self._sql_filters(filters)
+        return self.engine.fetch(where, params, order=order_by(sort, descending))
 
     def heatmap(self, filters: Filters) -> Heatmap:
         """Mean reward per task and model over the filtered rows, tasks grouped by tier; each cell knows its best
         rollout (highest reward, the newest of equals) so a click can open it."""
-        return heatmap_of(self.matching(filters))
+        where, params = self._sql_filters(filters)
+        return self._remembered(self._key("heatmap", filters=filters),
+                                lambda: board_sql.heatmap(self.engine, where, params))
 
     def export(self, filters: Filters, folder: Path, *, fmt: str, sort: str = "started",
                descending: bool = True) -> Path:
         """The filtered rows (every index column) as a CSV or Parquet file in `folder`."""
         if fmt not in ("csv", "parquet"):
             raise ValueError(f"export format must be csv or parquet, not {fmt!r}")
-        rows = sort_rows(self.matching(filters), sort, descending)
+        rows = self.matching(filters, sort=sort, descending=descending)
         columns = [c for c in EXPORT_COLUMNS if c in rows.columns]
         table = pa.Table.from_pylist(records_of(rows, columns))
         folder.mkdir(parents=True, exist_ok=True)
@@ -328,33 +316,32 @@ class BrowseIndex:
         return path
 
     def row(self, episode_id: str) -> dict | None:
-        frame = self.frame
-        hits = np.flatnonzero((frame["episode_id"] == episode_id).to_numpy())
-        if not len(hits):
-            return None
-        return _plain(frame.iloc[int(hits[0])].to_dict())
+        self.refresh_local()
+        rows = self.engine.fetch("episode_id = ?", [episode_id], limit=1)
+        return _plain(rows.iloc[0].to_dict()) if len(rows) else None
 
     def same_task(self, task_id: str, *, exclude: str | None = None, limit: int = 200) -> pd.DataFrame:
         """Other rollouts of one task, best reward first (for picking a comparison)."""
-        frame = self.frame
-        rows = frame[(frame["task_id"] == task_id).to_numpy() & (frame["episode_id"] != exclude).to_numpy()]
-        return rows.sort_values("reward", ascending=False, kind="stable").head(limit)
+        self.refresh_local()
+        return self.engine.fetch("task_id = ? AND episode_id IS DISTINCT FROM ?", [task_id, exclude],
+                                 order=order_by("reward"), limit=limit)
 
     def convergence(self, filters: Filters) -> pd.DataFrame:
         """rollouts.convergence's curves over the filtered rows (remembered per filter set until the rows change);
-        `viewer.convergence.convergence_figure(curves=...)` draws them."""
-        frame = self.frame
-        key = ("convergence", self.version, filters.key(), len(self.transcripts) if filters.search else 0)
-        with self._lock:
-            cached = self._boards.get(key)
-        if cached is not None:
-            return cached
-        curves = convergence(frame[filter_mask(frame, filters, self.transcripts)])
-        with self._lock:
-            self._boards[key] = curves
-            while len(self._boards) > 64:
-                self._boards.popitem(last=False)
-        return curves
+        `viewer.convergence.convergence_figure(curves=...)` draws them. Past CONVERGENCE_ROWS rows the curves are
+        drawn from an even sample of them (by id hash, the same sample every time): each row's check costs are
+        parsed in Python, and quartiles of a large sample are the quartiles of the whole to the figure's eye."""
+        where, params = self._sql_filters(filters)
+
+        def curves() -> pd.DataFrame:
+            where_costs = f"({where}) AND check_costs IS NOT NULL"
+            count = self.engine.count_where(where_costs, params)
+            step = max(1, math.ceil(count / CONVERGENCE_ROWS))
+            sample = f"{where_costs} AND hash(episode_id) % {step} = 0" if step > 1 else where_costs
+            return convergence(self.engine.fetch(sample, params, columns="model, check_costs, optimal_cost, "
+                                                 "naive_cost, grp"))
+
+        return self._remembered(self._key("convergence", filters=filters), curves)
 
     def record(self, episode_id: str, *, wait: float = REMOTE_WAIT_S) -> tuple[dict, dict]:
         """(record, index row) of a rollout from whichever source has it.
@@ -409,38 +396,18 @@ class BrowseIndex:
         return ", ".join(parts)
 
 
-@dataclass
-class Heatmap:
-    tasks: list[tuple[str, str]]            # (tier, task id), tiers easiest first, then task id
-    models: list[str]                       # most rollouts first
-    mean: list[list[float | None]]          # [task][model]
-    count: list[list[int]]
-    best: list[list[str | None]]            # the episode id a click on the cell opens
-
-
-def heatmap_of(rows: pd.DataFrame) -> Heatmap:
-    if rows.empty:
-        return Heatmap([], [], [], [], [])
-    rows = rows.assign(task_id=rows["task_id"].astype("str"), model=rows["model"].astype("str"),
-                       difficulty=rows["difficulty"].astype("str"))
-    groups = rows.groupby(["task_id", "model"], sort=False, observed=True)
-    stats = groups["reward"].agg(["mean", "size"])
-    # The best rollout of a cell: highest reward; rows are newest first, so the first of equals is the newest.
-    best = rows.loc[groups["reward"].idxmax().to_numpy(), ["task_id", "model", "episode_id"]]
-    best_of = {(r.task_id, r.model): r.episode_id for r in best.itertuples()}
-    rank = {tier: i for i, tier in enumerate(TIERS)}
-    tiers = rows.groupby("task_id", sort=False)["difficulty"].first()
-    tasks = sorted(((str(tiers[t]), t) for t in tiers.index), key=lambda p: (rank.get(p[0], len(rank)), p[1]))
-    models = list(rows["model"].value_counts().index)
-    cells = stats.to_dict("index")
-    mean = [[_plain_number(cells.get((t, m), {}).get("mean")) for m in models] for _, t in tasks]
-    count = [[int(cells.get((t, m), {}).get("size", 0)) for m in models] for _, t in tasks]
-    best_ids = [[best_of.get((t, m)) for m in models] for _, t in tasks]
-    return Heatmap(tasks, models, mean, count, best_ids)
-
-
-def _plain_number(value: Any) -> float | None:
-    return None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
+def _record_files(folder: Path) -> Iterable[tuple[str, str]]:
+    """(episode id, record path) of every record file under `rollouts/<day>/`."""
+    if not folder.is_dir():
+        return
+    for day in sorted(os.scandir(folder), key=lambda e: e.name):
+        if not day.is_dir():
+            continue
+        for entry in os.scandir(day.path):
+            if entry.name.endswith(".json"):
+                episode_id = entry.name[:-5]
+                if valid_episode_id(episode_id):
+                    yield episode_id, f"{RECORDS_DIR}/{day.name}/{entry.name}"
 
 
 def _plain(row: dict) -> dict:

@@ -16,7 +16,7 @@ import gradio as gr
 from rollouts.index import RolloutNotFound
 from rollouts.jsonio import atomic_write
 from rollouts.leaderboard import price_note
-from rollouts.query import PAGE_SIZE, options
+from rollouts.query import PAGE_SIZE
 from rollouts.sources import SourceError
 from viewer.browse_components import BrowseSection
 from viewer.browse_state import VIEWS, BrowseState, state_from_query
@@ -242,10 +242,10 @@ def list_view(section: BrowseSection, state: BrowseState) -> dict:
     info = f"{first:,}–{first + len(rows) - 1:,} of {total:,} · page {page} of {pages}" if total else \
         "no rollouts match"
     problems = [*state.problems, *filters.problems]
-    choices = options(index.frame)
+    choices = index.options()
     return {section.table: list_table(rows, state.columns), section.page_ids: [str(e) for e in rows["episode_id"]],
             section.page_info: info, section.version: index.version,
-            section.status: status_markdown(index.statuses(), shown=total, total=len(index.frame)),
+            section.status: status_markdown(index.statuses(), shown=total, total=index.total()),
             section.filter_note: ("⚠️ " + " · ".join(escape_cell(p) for p in problems)) if problems else "",
             section.f_model: gr.Dropdown(choices=_with(choices["models"], state.models)),
             section.f_task: gr.Dropdown(choices=_with(choices["tasks"], state.tasks)),

@@ -1,0 +1,215 @@
+"""The DuckDB engine (rollouts.index_sql, rollouts.board_sql) against the pandas one it replaced (rollouts.index_pandas,
+rollouts.query, rollouts.leaderboard) on the same generated rows: the same pages, counts, search hits, leaderboard
+numbers and heatmap; a folder mixing JSONL and Parquet index files with a row in both; only a page read whole."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from rollouts import board_sql, index_sql
+from rollouts import leaderboard as leaderboard_module
+from rollouts.index import BrowseIndex
+from rollouts.index_pandas import frame_from_tables, heatmap_of
+from rollouts.leaderboard import leaderboard
+from rollouts.query import Filters, filter_mask, options, page_of, sort_rows
+from rollouts.sources import INDEX_SCHEMA
+from rollouts.sources.local import LocalSource
+from testkit.index_rows import index_table
+
+ROWS = 3_000
+LARGE = 200  # the bootstrap's limit here: a model has about 330 rows (SQL aggregates), a tier filter leaves fewer
+
+
+@pytest.fixture(autouse=True)
+def small_bootstrap_limit(monkeypatch):
+    for module in (leaderboard_module, board_sql):
+        monkeypatch.setattr(module, "BOOTSTRAP_MAX_EPISODES", LARGE)
+
+
+def unique_starts(table: pa.Table, seed: int) -> pa.Table:
+    """Distinct start times, so "newest first" is one order whatever breaks ties."""
+    seconds = np.random.default_rng(seed).choice(60 * 86400, table.num_rows, replace=False)
+    moments = np.datetime64("2026-10-01T00:00:00") + seconds.astype("timedelta64[s]")
+    started = pa.array(np.datetime_as_string(moments, unit="s").astype(object) + "Z", pa.string())
+    return table.set_column(INDEX_SCHEMA.get_field_index("started"), "started", started)
+
+
+@pytest.fixture(scope="module")
+def rows() -> pa.Table:
+    table = unique_starts(index_table(ROWS, seed=3, templates=200), seed=3)
+    return table.set_column(0, "run", pa.array([["run-a", None, "sweep-b"][i % 3] for i in range(ROWS)]))
+
+
+@pytest.fixture(scope="module")
+def both(rows, tmp_path_factory):
+    """(the pandas frame, a BrowseIndex over a folder of the same rows: Parquet files, and JSONL for the last days)."""
+    root = tmp_path_factory.mktemp("sql-parity")
+    chunk = ROWS // 8
+    for k in range(8):  # six compacted files, and two days of JSONL not compacted yet
+        part = rows.slice(k * chunk, chunk if k < 7 else ROWS - 7 * chunk)
+        day = root / "index" / f"2026-11-0{k + 1}"
+        day.mkdir(parents=True)
+        if k < 6:
+            pq.write_table(part, day / "w1.parquet")
+        else:
+            (day / "w1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in part.to_pylist()))
+    index = BrowseIndex(LocalSource(root))
+    return frame_from_tables({"local": rows}), index
+
+
+FILTERS = [
+    {},
+    {"tiers": "storm"},
+    {"models": "anthropic:claude-sonnet-5-5@high,openai:gpt-5.5@medium", "feasible": "yes"},
+    {"reward_min": 0.5, "submitted": "yes"},
+    {"reward_max": 0.2, "date_from": "2026-10-20", "date_to": "2026-11-02"},
+    {"quays": "24B", "sources": "local"},
+    {"search": "sonnet"},
+    {"search": "0300000000 "},                   # an id prefix
+    {"search": "storm SWEEP"},                   # every word must match: a task part and a run, any case
+    {"sources": "hub"},                          # nothing
+]
+
+
+SORTS = [("started", True), ("reward", True), ("cost", False), ("model", True), ("tokens", False),
+         ("turns", True), ("started", False), ("seconds", True), ("task_id", False), ("checks", True)]
+
+
+@pytest.mark.parametrize("values,sort,descending", [(f, *s) for f, s in zip(FILTERS, SORTS, strict=True)])
+def test_pages_and_counts_match_pandas(both, values, sort, descending):
+    frame, index = both
+    filters = Filters.parse(**values)
+    matched = sort_rows(frame[filter_mask(frame, filters)], sort, descending)
+    for page in (1, 3):
+        expected, page_used, pages = page_of(matched, page, 50)
+        got, total, got_page, got_pages = index.query(filters, sort=sort, descending=descending, page=page)
+        assert (total, got_page, got_pages) == (len(matched), page_used, pages)
+        assert list(got["episode_id"]) == list(expected["episode_id"])
+    if total:
+        assert set(got.columns) >= {"episode_id", "source", "played_in", "tokens", "date", "reward"}
+        assert list(got["reward"]) == pytest.approx(list(expected["reward"]))
+
+
+def assert_boards_equal(got, expected) -> None:
+    assert list(got["model"]) == list(expected["model"])
+    for column in expected.columns:
+        if column == "model":
+            continue
+        a, b = got[column].to_numpy(dtype=float), expected[column].to_numpy(dtype=float)
+        assert np.allclose(a, b, rtol=1e-9, atol=1e-9, equal_nan=True), (column, a, b)
+
+
+@pytest.mark.parametrize("values,same_tasks", [({}, False), ({}, True), ({"tiers": "storm"}, False),
+                                                ({"reward_min": 0.3, "quays": "24B,36A"}, True),
+                                                ({"search": "gpt"}, False)])
+def test_the_leaderboard_has_the_same_numbers(both, values, same_tasks):
+    frame, index = both
+    filters = Filters.parse(**values)
+    kept = frame[filter_mask(frame, filters)]
+    expected = leaderboard(kept.assign(model=kept["model"].astype(str), task_id=kept["task_id"].astype(str),
+                                       difficulty=kept["difficulty"].astype(str)), same_tasks=same_tasks)
+    got = index.board(filters, same_tasks=same_tasks)
+    assert len(got) and len(got) == len(expected)
+    assert_boards_equal(got, expected)
+
+
+def test_both_board_paths_are_exercised(both):
+    _, index = both
+    assert (index.board(Filters())["n"] > LARGE).all()
+    assert (index.board(Filters.parse(tiers="storm"))["n"] <= LARGE).all()
+
+
+@pytest.mark.parametrize("values", [{}, {"models": "baseline:greedy,vllm:llama-4-scout", "reward_min": 0.1}])
+def test_the_heatmap_has_the_same_cells(both, values):
+    frame, index = both
+    filters = Filters.parse(**values)
+    expected = heatmap_of(frame[filter_mask(frame, filters)])
+    got = index.heatmap(filters)
+    assert got.tasks == expected.tasks and sorted(got.models) == sorted(expected.models)
+    column = {m: j for j, m in enumerate(expected.models)}
+    for i in range(len(got.tasks)):
+        for j, model in enumerate(got.models):
+            k = column[model]
+            assert got.count[i][j] == expected.count[i][k]
+            assert got.best[i][j] == expected.best[i][k]
+            a, b = got.mean[i][j], expected.mean[i][k]
+            assert (a is None and b is None) or math.isclose(a, b, rel_tol=1e-9)
+
+
+def test_options_row_and_same_task_match(both):
+    frame, index = both
+    assert index.options() == options(frame)
+    assert index.total() == len(frame)
+    some = frame.iloc[123]
+    row = index.row(some["episode_id"])
+    assert row["task_id"] == some["task_id"] and row["source"] == "local" and row["tokens"] == some["tokens"]
+    others = index.same_task(some["task_id"], exclude=some["episode_id"], limit=20)
+    rest = frame[(frame["task_id"] == some["task_id"]) & (frame["episode_id"] != some["episode_id"])]
+    assert list(others["episode_id"]) == list(rest.sort_values("reward", ascending=False,
+                                                                kind="stable")["episode_id"].head(20))
+
+
+def test_a_row_in_both_a_jsonl_and_a_parquet_file_counts_once(rows, tmp_path):
+    part = rows.slice(0, 40)
+    day = tmp_path / "index" / "2026-11-30"
+    day.mkdir(parents=True)
+    pq.write_table(part.slice(0, 30), day / "w1.parquet")  # compaction wrote rows 0-29 ...
+    lines = [json.dumps(r) for r in part.slice(20, 20).to_pylist()]  # ... and the JSONL still holds 20-39
+    planted = {**part.slice(0, 1).to_pylist()[0], "episode_id": "planted", "path": "../../etc/passwd"}
+    (day / "w1.jsonl").write_text("\n".join([*lines, "not json", json.dumps(planted)]) + "\n")
+    index = BrowseIndex(LocalSource(tmp_path))
+    frame = index.frame
+    assert len(frame) == 40 and frame["episode_id"].is_unique
+    assert set(frame["episode_id"]) == set(part.column("episode_id").to_pylist())
+    status = {s.name: s for s in index.statuses()}["local"]
+    assert status.rows == 40 and status.skipped == 2
+    # A row planted in a Parquet file is left out once the file is checked (in the background).
+    pq.write_table(pa.Table.from_pylist([{**planted, "episode_id": "planted2"}], schema=INDEX_SCHEMA),
+                   day / "w2.parquet")
+    index.refresh_local(force=True)
+    index.engine.wait_checked()
+    assert len(index.frame) == 40 and index.engine.skipped["local"] == 3
+    assert index.query(Filters())[1] == 40 and index.board(Filters())["n"].sum() == 40
+    # A local row also on the Hub is one row, labelled as both.
+    index.engine.set_table("hub", part.slice(35, 10))
+    assert index.engine.count() == 40
+    labels = index.engine.fetch("episode_id = ?", [part.column("episode_id")[36].as_py()])["source"]
+    assert list(labels) == ["local+hub"]
+
+
+def test_a_page_reads_only_its_rows(both, monkeypatch):
+    _, index = both
+    fetched = []
+    real = index_sql.IndexEngine.fetch
+
+    def spy(self, *args, **kwargs):
+        rows = real(self, *args, **kwargs)
+        fetched.append(len(rows))
+        return rows
+
+    monkeypatch.setattr(index_sql.IndexEngine, "fetch", spy)
+    monkeypatch.setattr(BrowseIndex, "frame", property(lambda self: pytest.fail("the whole frame was read")))
+    rows, total, page, _ = index.query(Filters.parse(tiers="busy"), sort="reward", page=4, size=25)
+    assert len(rows) == 25 and total > 100 and page == 4
+    assert fetched == [25]
+
+
+def test_hub_files_read_in_place_overlap_the_local_ones_once(rows, tmp_path):
+    """A Hub loader that names the files it downloaded gets them read in place; shared rows count once."""
+    local, hub = tmp_path / "local", tmp_path / "hub"
+    for folder, part in ((local, rows.slice(0, 30)), (hub, rows.slice(20, 30))):
+        (folder / "index" / "2026-11-30").mkdir(parents=True)
+        pq.write_table(part, folder / "index" / "2026-11-30" / "w1.parquet")
+    engine = index_sql.IndexEngine()
+    engine.set_files("local", sorted(local.glob("index/*/*.parquet")))
+    engine.set_files("hub", sorted(hub.glob("index/*/*.parquet")))
+    frame = engine.fetch()
+    assert len(frame) == 50 and frame["episode_id"].is_unique
+    assert frame["source"].value_counts().to_dict() == {"local": 20, "local+hub": 10, "hub": 20}
+    assert engine.counts == {"local": 30, "hub": 30}
