@@ -7,7 +7,11 @@ Builds a rollout folder of `--rows` realistic records, starts `python app.py` fr
 each trial:
 - share link: navigation to `?tab=browse&rollout=<id>` until the rollout's header names its model and its chart is
   drawn, and whether both start in the first 1440x900 viewport;
-- tab to rows: a click on the Browse tab (the Run tab loaded first) until the list shows a task id.
+- tab to rows: a click on the Browse tab (the Run tab loaded first) until the list shows a task id;
+- preview follows the picker: on the Run tab, another task typed into the picker (Enter) until the task preview
+  names it (a checkout without a preview shows "-");
+- where Run sits: the top of the Run button in px, at 1440x900 and at 390x844 (inside the viewport when below
+  900 and 844).
 Medians of the trials; run both apps in one invocation so the ratio is measured side by side.
 """
 
@@ -105,11 +109,49 @@ def tab_to_rows_seconds(browser: Browser, url: str) -> float:
     return seconds
 
 
+OTHER_TASK = "dock-36A-w35x3-extreme-0"
+
+
+def preview_follows_seconds(browser: Browser, url: str) -> float | None:
+    context = browser.new_context(viewport=VIEWPORT)
+    page = context.new_page()
+    page.goto(url)
+    page.wait_for_selector("#run")
+    page.wait_for_timeout(1500)
+    if not page.locator("#preview-text").count():
+        context.close()
+        return None
+    box = page.locator("#task input")
+    box.fill(OTHER_TASK)
+    started = time.perf_counter()
+    box.press("Enter")
+    page.wait_for_function(f"() => (document.querySelector('#preview-text')?.innerText || '').includes('{OTHER_TASK}')",
+                           timeout=60000)
+    seconds = time.perf_counter() - started
+    context.close()
+    return seconds
+
+
+def run_button_top(browser: Browser, url: str, viewport: dict) -> float:
+    context = browser.new_context(viewport=viewport)
+    page = context.new_page()
+    page.goto(url)
+    page.wait_for_selector("#run")
+    page.wait_for_timeout(1500)
+    top = page.evaluate("() => document.querySelector('#run').getBoundingClientRect().top")
+    context.close()
+    return top
+
+
 def measure(browser: Browser, url: str, rollout: str, trials: int) -> dict:
     share = [share_link_seconds(browser, url, rollout) for _ in range(trials)]
     tab = [tab_to_rows_seconds(browser, url) for _ in range(trials)]
+    follows = [preview_follows_seconds(browser, url) for _ in range(trials)]
     return {"share_link_s": statistics.median(s for s, _ in share), "in_first_viewport": all(v for _, v in share),
-            "tab_to_rows_s": statistics.median(tab)}
+            "tab_to_rows_s": statistics.median(tab),
+            "preview_s": None if None in follows else statistics.median(follows),
+            "run_top_desktop": run_button_top(browser, url, VIEWPORT),
+            "run_top_phone": run_button_top(browser, url, {"width": 390, "height": 844})}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -134,8 +176,11 @@ def main(argv: list[str] | None = None) -> int:
                     process.wait(timeout=30)
             browser.close()
         for name, figures in results.items():
+            preview = "-" if figures["preview_s"] is None else f"{figures['preview_s']:.2f} s"
             print(f"{name}: share link {figures['share_link_s']:.2f} s (in the first viewport: "
-                  f"{figures['in_first_viewport']}), tab to rows {figures['tab_to_rows_s']:.2f} s")
+                  f"{figures['in_first_viewport']}), tab to rows {figures['tab_to_rows_s']:.2f} s, preview follows "
+                  f"the picker {preview}, Run's top {figures['run_top_desktop']:.0f} px at 1440x900 and "
+                  f"{figures['run_top_phone']:.0f} px at 390x844")
         if len(results) == 2:
             mine, other = results["this checkout"], results["against"]
             print(f"ratio (this / against): share link {mine['share_link_s'] / other['share_link_s']:.2f}, "

@@ -9,6 +9,7 @@ from collections import Counter
 
 import pytest
 
+from testkit import aio
 from testkit.app import launched_app
 from testkit.load import RUN_DATA, call_run, flood, visitor_ip
 
@@ -22,7 +23,7 @@ def arena(tmp_path_factory):
 
 
 def test_64_concurrent_callers_all_get_an_answer_and_no_accepted_episode_is_lost(arena):
-    outcomes = asyncio.run(flood(arena.url, 64, timeout_s=60, data=SHORT_RUN))
+    outcomes = aio.run(flood(arena.url, 64, timeout_s=60, data=SHORT_RUN))
     kinds = Counter(o.kind for o in outcomes)
     assert kinds["no_answer"] == 0 and kinds["failed"] == 0, [o for o in outcomes if o.kind not in
                                                               ("finished", "refused")]
@@ -44,7 +45,7 @@ def test_the_per_visitor_cap_holds_across_new_connections(arena, monkeypatch):
         return same, await call_run(arena.url, visitor_ip(9999), timeout_s=60), \
             await call_run(arena.url, "192.0.2.7", timeout_s=60)
 
-    same, other, later = asyncio.run(three_then_another())
+    same, other, later = aio.run(three_then_another())
     assert sorted(o.kind for o in same) == ["finished", "finished", "refused"]
     refused = next(o for o in same if o.kind == "refused")
     assert "per visitor" in refused.message

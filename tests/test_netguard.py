@@ -3,7 +3,6 @@ not even with a DNS answer that changes between the check and the connection, no
 
 from __future__ import annotations
 
-import asyncio
 import http.server
 import socket
 import threading
@@ -24,6 +23,7 @@ from agent.netguard import (
 )
 from agent.session import EnvError, EnvSession
 from agent.task_api import TaskAPI, TaskAPIError
+from testkit import aio
 from testkit.tasks import TASK_ID
 
 # What a visitor's server gets on a public Space: no trusted server but the Space's own, custom servers on.
@@ -137,7 +137,7 @@ def test_a_dns_answer_that_changes_after_the_check_is_caught_at_connect_time(lis
         await env_client.ws_connect(f"ws://rebind.example:{listener.port}/ws", open_timeout=5)
 
     with pytest.raises(ServerRefused, match=NOT_ALLOWED):
-        asyncio.run(websocket_alone())
+        aio.run(websocket_alone())
     assert listener.accepted == 0
 
 

@@ -4,7 +4,6 @@ clear error from `/rollout`, a watch link and Browse (this folder or the Hub dat
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from types import SimpleNamespace
@@ -19,6 +18,7 @@ from rollouts.sources import SourceError
 from rollouts.sources.hub import HubSource
 from rollouts.sources.local import LocalSource
 from rollouts.store import RolloutStore
+from testkit import aio
 from testkit.fakehub import running_fakehub
 from testkit.records import make_record
 from tests.browse_helpers import folder_files, publish
@@ -66,7 +66,7 @@ def _attach_status(ctx, episode_id: str) -> str:
     async def frames() -> list[dict]:
         return [frame async for frame in attach_episode(section, episode_id, None)]
 
-    return _same(asyncio.run(frames())[-1]["status"], episode_id)
+    return _same(aio.run(frames())[-1]["status"], episode_id)
 
 
 def test_planted_rows_answer_like_missing_rollouts_in_the_store_and_the_api(planted):

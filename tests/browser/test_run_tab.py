@@ -134,7 +134,8 @@ def test_a_missing_key_is_one_clear_message_beside_the_model(arena, chromium_pag
 
 
 def test_a_provider_failure_mid_run_shows_in_the_chat_and_keeps_the_rollout(arena, chromium_page, monkeypatch):
-    with ChatPeer(always(Error(500, "the model server fell over"))) as peer:
+    # It names a short wait, so the retries (still all made) take milliseconds, not the default back-off.
+    with ChatPeer(always(Error(500, "the model server fell over", headers={"retry-after-ms": "20"}))) as peer:
         monkeypatch.setenv("VLLM_BASE_URL", peer.url + "/v1")
         page = chromium_page
         page.goto(arena.url)
@@ -178,7 +179,7 @@ def test_stop_is_live_only_while_this_pages_episode_runs(arena, chromium_page, b
         episode_id = re.search(r"Episode\s+([0-9a-f]{12})", page.locator("#episode-info").inner_text()).group(1)
         watcher = browser_context_factory().new_page()
         watcher.goto(f"{arena.url}?episode={episode_id}")
-        expect(watcher.locator("#episode-info")).to_contain_text(episode_id, timeout=20000)
+        expect(watcher.locator("#episode-info")).to_contain_text(episode_id, timeout=40000)
         expect(watcher.locator("#stop")).to_be_disabled()  # watching is not stopping
         page.locator("#stop").click()
         expect(page.locator("#status")).to_contain_text("stopped", timeout=20000)
