@@ -28,7 +28,6 @@ import random
 import resource
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,6 +35,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT)]
+
+from workers import ms, worker_result  # noqa: E402
 
 TEMPLATES = 2000
 DAYS = 60
@@ -204,22 +205,10 @@ def run_naive(root: Path, cache: Path) -> dict:
 
 def in_process(kind: str, root: Path, cache: Path, timeout: float) -> dict:
     command = [sys.executable, __file__, "--worker", kind, "--dir", str(root), "--cache", str(cache)]
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
-    except subprocess.TimeoutExpired:
-        return {"timeout": timeout}
-    if done.returncode != 0:
-        return {"failed": (done.stderr.strip().splitlines() or ["?"])[-1][:200]}
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return worker_result(command, timeout, cwd=ROOT)
 
 
 # -- the report ------------------------------------------------------------------------------------------------
-
-
-def ms(value: float | None) -> str:
-    if value is None:
-        return "–"
-    return f"{value * 1000:,.0f} ms" if value < 10 else f"{value:,.1f} s"
 
 
 def row(size: int, approach: str, result: dict) -> str:

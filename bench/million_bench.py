@@ -20,10 +20,11 @@ from __future__ import annotations
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+from workers import ms, worker_result
 
 ROOT = Path(__file__).resolve().parent.parent
 FILTERS = [
@@ -105,19 +106,7 @@ def worker(folder: Path) -> dict:
 def in_process(folder: Path, code_root: Path, timeout: float) -> dict:
     env = {**os.environ, "PYTHONPATH": str(code_root)}
     command = [sys.executable, str(Path(__file__).resolve()), "--worker", str(folder), "--code-root", str(code_root)]
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=code_root, env=env)
-    except subprocess.TimeoutExpired:
-        return {"timeout": timeout}
-    if done.returncode != 0:
-        return {"failed": (done.stderr.strip().splitlines() or ["?"])[-1][:200]}
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-def ms(value: float | None) -> str:
-    if value is None:
-        return "–"
-    return f"{value * 1000:,.0f} ms" if value < 10 else f"{value:,.1f} s"
+    return worker_result(command, timeout, cwd=code_root, env=env)
 
 
 def line(rows: int, engine: str, r: dict) -> str:
