@@ -8,9 +8,11 @@ from types import SimpleNamespace
 from viewer.visitors import visitor_of
 
 
-def _request(host: str | None = "203.0.113.9", username: str | None = None, session: dict | None = None):
+def _request(host: str | None = "203.0.113.9", username: str | None = None, session: dict | None = None,
+             forwarded: str | None = None):
     scope = {"session": session} if session is not None else {}
-    return SimpleNamespace(username=username, client=SimpleNamespace(host=host),
+    headers = {"x-forwarded-for": forwarded} if forwarded is not None else {}
+    return SimpleNamespace(username=username, client=SimpleNamespace(host=host), headers=headers,
                            request=SimpleNamespace(scope=scope))
 
 
@@ -23,3 +25,16 @@ def test_an_address_a_gradio_user_and_a_hugging_face_account():
     assert visitor_of(_request(session=expired)) == "ip:203.0.113.9"
     assert visitor_of(_request(host=None)) == "unknown"
     assert visitor_of(None) == "unknown"
+
+
+def test_on_a_space_the_proxy_appended_address_is_the_visitor(monkeypatch):
+    proxied = dict(host="10.16.3.80")  # what request.client.host is on a Space: the proxy, the same for everyone
+    monkeypatch.delenv("SPACE_ID", raising=False)
+    assert visitor_of(_request(**proxied, forwarded="8.8.8.8")) == "ip:10.16.3.80"  # off a Space: never trusted
+    monkeypatch.setenv("SPACE_ID", "team/arena")
+    assert visitor_of(_request(**proxied, forwarded="8.8.8.8")) == "ip:8.8.8.8"
+    assert visitor_of(_request(**proxied, forwarded="8.8.4.4, 10.0.0.7")) == "ip:8.8.4.4"  # internal hops skipped
+    # A header the visitor wrote sits left of what the proxy appended: it never names the visitor.
+    assert visitor_of(_request(**proxied, forwarded="1.1.1.1, 8.8.8.8")) == "ip:8.8.8.8"
+    assert visitor_of(_request(**proxied, forwarded="not an address")) == "ip:10.16.3.80"
+    assert visitor_of(_request(**proxied, forwarded="8.8.8.8", username="ana")) == "account:ana"

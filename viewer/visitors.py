@@ -2,15 +2,18 @@
 person.
 
 A signed-in account is the visitor when there is one (the Space's "Sign in with Hugging Face", read from the
-session as Gradio reads it for `gr.OAuthProfile`, or Gradio's own auth, `request.username`); otherwise the client's
-IP address as
-Gradio reports it (`request.client.host`). Behind the Space's proxy that address is the one the proxy forwards:
-uvicorn, which Gradio runs, takes `X-Forwarded-For` only from the proxies it trusts (`FORWARDED_ALLOW_IPS`,
-loopback by default), so a visitor cannot name themselves someone else by sending the header.
+session as Gradio reads it for `gr.OAuthProfile`, or Gradio's own auth, `request.username`); otherwise an address.
+Off a Space that is the client's address as Gradio reports it (`request.client.host`; uvicorn, which Gradio runs,
+takes `X-Forwarded-For` only from the proxies it trusts, loopback by default). On a Space every request comes
+through Hugging Face's proxy, so `request.client.host` is the proxy's internal address, the same for everyone;
+the visitor is then the rightmost public address of `X-Forwarded-For`: the one the proxy itself appended. An
+address a visitor writes into the header sits left of it and is never taken, so no one can pass for someone else.
 """
 
 from __future__ import annotations
 
+import ipaddress
+import os
 from typing import Any
 
 
@@ -19,11 +22,29 @@ def visitor_of(request: Any) -> str:
     username = _account(request)
     if username:
         return f"account:{username}"
-    try:
-        host = request.client.host if request is not None else None
-    except AttributeError:
-        host = None
+    host = _forwarded_address(request) if os.environ.get("SPACE_ID") else None
+    if host is None:
+        try:
+            host = request.client.host if request is not None else None
+        except AttributeError:
+            host = None
     return f"ip:{host}" if isinstance(host, str) and host else "unknown"
+
+
+def _forwarded_address(request: Any) -> str | None:
+    """The rightmost public address in `X-Forwarded-For` (the Space's proxy appends the caller's own)."""
+    try:
+        header = request.headers.get("x-forwarded-for") if request is not None else None
+    except AttributeError:
+        return None
+    for part in reversed((header or "").split(",")[-8:]):
+        try:
+            address = ipaddress.ip_address(part.strip())
+        except ValueError:
+            continue
+        if address.is_global:
+            return str(address)
+    return None
 
 
 def _account(request: Any) -> str | None:
