@@ -10,7 +10,6 @@ keyed by component, so each says exactly what it changes.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -32,7 +31,7 @@ from viewer.run_stream import FormError, page_frames, replay_frame, start_episod
 from viewer.task_picker import build_task_picker, show_catalog, wire_task_picker
 from viewer.task_view import task_brief
 from viewer.visitors import visitor_of
-from viewer.wiring import bind, unchanged
+from viewer.wiring import bind, in_worker, unchanged
 
 log = logging.getLogger(__name__)
 
@@ -201,7 +200,7 @@ async def start_run(section: RunSection, model: str, task_id: str, turns: float,
         keys["hf"] = oauth_token.token
     owner = getattr(request, "session_hash", None) or "anonymous"
     try:
-        started = await asyncio.to_thread(start_episode, section.ctx, model, task_id, turns, tokens, server_choice,
+        started = await in_worker(start_episode, section.ctx, model, task_id, turns, tokens, server_choice,
                                           url, keys, owner, visitor_of(request))
     except FormError as exc:
         log.warning("run not started (%s): %s", exc.field, exc)
@@ -253,19 +252,19 @@ async def attach_episode(section: RunSection, episode_id: str, request: gr.Reque
         return
     run = section.ctx.registry.get(episode_id)
     if run is not None:
-        task = await asyncio.to_thread(section.ctx.task_for, run.task_id, None)
+        task = await in_worker(section.ctx.task_for, run.task_id, None)
         async for frame in page_frames(section, run, task, request):
             yield frame
         return
     try:
-        record = await asyncio.to_thread(section.ctx.store.load, episode_id)
+        record = await in_worker(section.ctx.store.load, episode_id)
     except ValueError as exc:
         yield {section.status: f"⚠️ {escape_md(exc)}"}
         return
     if record is None:
         yield {section.status: f"⚠️ No episode `{episode_id}` is running here or stored."}
         return
-    yield await asyncio.to_thread(replay_frame, section, record, request)
+    yield await in_worker(replay_frame, section, record, request)
 
 
 # -- helpers -------------------------------------------------------------------------------------------------------

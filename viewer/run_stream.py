@@ -26,7 +26,7 @@ from viewer.live import LiveView
 from viewer.run_components import RunSection
 from viewer.summary import grade_panel
 from viewer.visitors import visitor_of
-from viewer.wiring import base_url
+from viewer.wiring import base_url, in_worker
 
 # Redraw the page at most this often while tokens stream; the chat diff is small, the chart only on new plans.
 FRAME_S = 0.05
@@ -156,19 +156,19 @@ async def page_frames(section: RunSection, run: EpisodeRun, task: dict | None, r
 
     Frames are built in a worker thread: charts and the chat are CPU work, and on the event loop they would hold up
     every other visitor's page (a watcher's link would sit "in queue" while a long reasoning stream renders)."""
-    yield await asyncio.to_thread(first_frame, section, run, task, request, can_stop)
+    yield await in_worker(first_frame, section, run, task, request, can_stop)
     view = LiveView(task, show_tokens=not run.model.startswith("baseline:"))
     position, last_frame, dirty = 0, 0.0, False
     while True:
         batch, finished = run.wait(position, 0)
         position += len(batch)
         if batch:
-            await asyncio.to_thread(view.extend, batch)
+            await in_worker(view.extend, batch)
         dirty = dirty or bool(batch)
         now = time.monotonic()
         if finished or (dirty and now - last_frame >= FRAME_S) or now - last_frame >= IDLE_TICK_S:
             last_frame, dirty = now, False
-            yield await asyncio.to_thread(live_frame, section, view, task, run, request, final=finished)
+            yield await in_worker(live_frame, section, view, task, run, request, final=finished)
             if finished:
                 return
         await asyncio.sleep(FRAME_S / 2)
@@ -231,7 +231,7 @@ async def api_updates(ctx: AppContext, model: str, task_id: str, max_turns: int,
     episode's stop token, which `/stop` asks for (the episode id alone only lets one watch)."""
     owner = getattr(request, "session_hash", None) or "api"
     try:
-        started = await asyncio.to_thread(start_episode, ctx, model, task_id, max_turns, max_tokens,
+        started = await in_worker(start_episode, ctx, model, task_id, max_turns, max_tokens,
                                           server or "embedded", "", {}, owner, visitor_of(request))
     except FormError as exc:
         raise gr.Error(str(exc)) from None

@@ -13,6 +13,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+import anyio
 import gradio as gr
 
 
@@ -58,3 +59,11 @@ def skip(count: int) -> tuple:
 def unchanged(component: Any) -> dict:
     """A handler's answer that changes nothing (Gradio reads an empty dict as a missing answer)."""
     return {component: gr.skip()}
+
+
+async def in_worker(work: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """`work(*args, **kwargs)` in Gradio's own worker threads (anyio's pool, where it runs sync handlers), so the
+    event loop that serves every visitor never waits on a chart, a chat render or a file read. Not
+    `asyncio.to_thread`: the loop's default pool has cores + 4 threads, few enough for one busy page to hold up
+    another's first frame."""
+    return await anyio.to_thread.run_sync(functools.partial(work, *args, **kwargs))
