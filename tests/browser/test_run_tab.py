@@ -157,8 +157,9 @@ def test_stop_is_live_only_while_this_pages_episode_runs(arena, chromium_page, b
     def slow(request: dict) -> Turn:
         if any(m.get("role") == "tool" for m in request["messages"]):
             return Turn(ToolCall("submit_plan", optimal_args()))
-        return Turn(Text("Reading the situation carefully first. " * 300), ToolCall("get_situation"), chunk=4,
-                    delay=0.05)
+        # Slow, not long: about 80 s of reasoning in a message small enough for a busy browser to keep drawing.
+        return Turn(Text("Reading the situation carefully first. " * 40), ToolCall("get_situation"), chunk=4,
+                    delay=0.2)
 
     with ChatPeer(slow) as peer:
         monkeypatch.setenv("VLLM_BASE_URL", peer.url + "/v1")
