@@ -7,22 +7,14 @@ import time
 import pytest
 from gradio_client import Client
 
-from testkit.peers import ChatPeer, Text, Thinking, ToolCall, Turn
-from testkit.tasks import TASK_ID, optimal_args
-
-
-def slow_player(request: dict) -> Turn:
-    """A model whose first turn streams for about 3 s; once it has read the situation it submits the optimum."""
-    if any(m.get("role") == "tool" for m in request["messages"]):
-        return Turn(ToolCall("submit_plan", optimal_args()))
-    return Turn(Thinking("placing the ships " * 30), Text("Checking now."), ToolCall("get_situation"),
-                chunk=6, delay=0.03)
+from testkit.peers import ChatPeer
+from testkit.tasks import TASK_ID, slow_then_optimal
 
 
 @pytest.fixture
 def slow_model(monkeypatch):
-    """A vLLM-style peer playing `slow_player` for every episode."""
-    with ChatPeer(slow_player) as peer:
+    """A vLLM-style peer playing `slow_then_optimal` for every episode."""
+    with ChatPeer(slow_then_optimal) as peer:
         monkeypatch.setenv("VLLM_BASE_URL", peer.url + "/v1")
         yield peer
 

@@ -24,6 +24,7 @@ from agent.netguard import (
 from agent.session import EnvError, EnvSession
 from agent.task_api import TaskAPI, TaskAPIError
 from testkit import aio
+from testkit.listeners import Listener, loopback_listener
 from testkit.tasks import TASK_ID
 
 # What a visitor's server gets on a public Space: no trusted server but the Space's own, custom servers on.
@@ -31,34 +32,10 @@ VISITOR = ServerPolicy.build(["https://fineenvs-portsimenv.hf.space"], custom=Tr
 PUBLIC_IP = "93.184.215.14"  # a public address: the guard lets it through to the connect
 
 
-class Listener:
-    """A TCP listener on loopback that counts every connection made to it (and answers none)."""
-
-    def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        self.accepted = 0
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.accepted += 1
-            conn.close()
-
-    def close(self) -> None:
-        self.sock.close()
-
-
 @pytest.fixture
 def listener() -> Iterator[Listener]:
-    server = Listener()
-    yield server
-    server.close()
+    with loopback_listener() as server:
+        yield server
 
 
 @pytest.fixture

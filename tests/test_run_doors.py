@@ -4,9 +4,8 @@ Each attempt is refused with a short message and leaves no rollout."""
 
 from __future__ import annotations
 
+import functools
 import json
-import socket
-import threading
 import time
 from collections.abc import Iterator
 
@@ -14,47 +13,20 @@ import httpx
 import pytest
 from gradio_client import Client
 
-from testkit.peers import ChatPeer, Text, Thinking, ToolCall, Turn
-from testkit.tasks import TASK_ID, optimal_args
-
-
-class Listener:
-    """A TCP listener on loopback counting the connections made to it: a service a visitor must not reach."""
-
-    def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        self.accepted = 0
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.accepted += 1
-            conn.close()
+from testkit.listeners import Listener, loopback_listener
+from testkit.peers import ChatPeer
+from testkit.tasks import TASK_ID, slow_then_optimal
 
 
 @pytest.fixture
 def listener() -> Iterator[Listener]:
-    server = Listener()
-    yield server
-    server.sock.close()
-
-
-def slow_player(request: dict) -> Turn:
-    """A model whose first turn streams for a few seconds, then submits the optimum."""
-    if any(m.get("role") == "tool" for m in request["messages"]):
-        return Turn(ToolCall("submit_plan", optimal_args()))
-    return Turn(Thinking("placing the ships " * 40), Text("Checking now."), ToolCall("get_situation"),
-                chunk=6, delay=0.03)
+    with loopback_listener() as server:
+        yield server
 
 
 @pytest.fixture
 def slow_model(monkeypatch):
-    with ChatPeer(slow_player) as peer:
+    with ChatPeer(functools.partial(slow_then_optimal, words=40)) as peer:
         monkeypatch.setenv("VLLM_BASE_URL", peer.url + "/v1")
         yield peer
 
