@@ -36,9 +36,9 @@ def warm_python() -> Iterator[WarmPython]:
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
-    """`-n auto` (pyproject.toml): one worker more than the cores, since the tests spend much of their time waiting
-    on servers, child processes and the browser. PYTEST_XDIST_AUTO_NUM_WORKERS still decides when set."""
+    """`-n auto` (pyproject.toml): one worker per core. The suite is CPU-bound (chromium, the apps, the servers):
+    a third worker on two cores made it slower, since every worker first imports and collects the whole suite.
+    PYTEST_XDIST_AUTO_NUM_WORKERS still decides when set."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return cores + 1
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1

@@ -86,7 +86,7 @@ def test_the_space_runs_requirements_txt_and_the_tools_are_in_requirements_dev()
     for package in ("fastmcp", "gradio", "huggingface-hub", "datasets", "anthropic", "openai", "plotly", "duckdb",
                     "genai-prices"):
         assert package in runtime
-    tools = {"pytest", "pytest-xdist", "pytest-playwright", "playwright", "hypothesis", "ruff"}
+    tools = {"pytest", "pytest-xdist", "playwright", "hypothesis", "ruff"}
     assert not tools & runtime, "test and lint tools belong in requirements-dev.txt"
     dev_lines = (ROOT / "requirements-dev.txt").read_text().splitlines()
     assert dev_lines[0] == "-r requirements.txt"

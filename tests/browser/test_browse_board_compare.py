@@ -1,0 +1,105 @@
+"""Browse as an explorer (issue 11), in Debian's chromium, part two: the leaderboard and the heatmap lead to
+rollouts, compare shows only what differs, exports download what is shown, and model text stays text."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.browse_page import ORANGE, TASK, browse_app, cell, rows_of
+from tests.browser.conftest import ARTIFACTS
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def browse(tmp_path_factory):
+    with browse_app(tmp_path_factory.mktemp("browse-board")) as app_and_records:
+        yield app_and_records
+
+
+def test_the_leaderboard_leads_to_rollouts_and_shows_model_names_as_text(browse, new_page):
+    app, _, _, _ = browse
+    page = new_page()
+    page.goto(f"{app.url}?tab=browse&view=board")
+    board = page.locator("#board")
+    expect(board).to_contain_text("openai:gpt-5.5@medium", timeout=45000)  # a page boot on a loaded machine
+    for header in board.locator("[role=columnheader]").all():
+        box = header.bounding_box()
+        assert box is None or box["height"] < 60, f"header {header.inner_text()!r} wraps"
+    expect(board).to_contain_text('<img src=x onerror="window.__xss = 1">')  # a model named in HTML
+    assert page.locator("#board img, #heatmap img").count() == 0 and page.evaluate("window.__xss") is None
+    board.get_by_text("openai:gpt-5.5@medium", exact=True).first.click()
+    expect(page).to_have_url(re.compile(r"model=openai"), timeout=20000)
+    expect(page.get_by_role("tab", selected=True).last).to_have_text("Rollouts")
+    expect(cell(page, "#rollouts", 0, 0)).to_have_text("openai:gpt-5.5@medium", timeout=20000)
+    models = {cell(page, "#rollouts", i, 0).inner_text().strip() for i in range(rows_of(page, "#rollouts").count())}
+    assert models == {"openai:gpt-5.5@medium"}
+
+
+def test_a_heatmap_cell_opens_that_tasks_best_rollout(browse, new_page):
+    app, _, _, _ = browse
+    page = new_page()
+    page.goto(f"{app.url}?tab=browse&view=board&task={TASK}")
+    heat = page.locator("#heatmap")
+    expect(heat).to_contain_text(TASK, timeout=30000)
+    scored = rows_of(page, "#heatmap").first.locator("[role=gridcell]").filter(has_text=re.compile(r"\d\.\d\d"))
+    scored.first.click()
+    expect(page.locator("#rollout-detail")).to_be_visible(timeout=30000)
+    expect(page.locator("#rollout-head")).to_contain_text(TASK)
+
+
+def test_compare_highlights_only_the_ships_that_differ(browse, new_page):
+    app, record, rival, _ = browse
+    page = new_page()
+    page.goto(f"{app.url}?tab=browse&rollout={rival['episode_id']}&compare={record['episode_id']}")
+    expect(page.locator("#compare-chart-a .js-plotly-plot")).to_be_visible(timeout=30000)
+    expect(page.locator("#compare-chart-b .js-plotly-plot")).to_be_visible()
+    head = page.locator("#compare-head")
+    expect(head).to_contain_text("openai:gpt-5.5@medium")
+    expect(head).to_contain_text("anthropic:claude-sonnet-5-5@high")
+    expect(head).to_contain_text("A − B: reward")
+    rows = rows_of(page, "#compare-diff").count()
+    differing = int(re.search(r"(\d+) ships placed differently", head.inner_text()).group(1))
+    # Every ship placed differently has a row; so has a ship placed alike whose broken rules differ.
+    assert rows >= differing > 0
+    for chart in ("#compare-chart-a", "#compare-chart-b"):
+        orange = page.evaluate(
+            """([sel, c]) => [...document.querySelectorAll(sel + ' .shapelayer path')]
+                 .filter(p => (p.style.fill || '').replace(/\\s/g, '') === c.replace(/\\s/g, '')).length""",
+            [chart, ORANGE])
+        assert orange == differing  # only the ships that differ are highlighted
+    expect(page.locator("#compare-chat-a")).to_contain_text("submit_plan")
+    expect(page.locator("#compare-chat-b")).to_contain_text("submit_plan")
+    page.screenshot(path=str(ARTIFACTS / "browse-compare.png"), full_page=True)
+
+
+def test_exports_download_what_is_shown_and_model_text_stays_text(browse, new_page):
+    app, _, _, hostile = browse
+    page = new_page()
+    page.goto(f"{app.url}?tab=browse&tier={hostile['task']['difficulty']}&rollout={hostile['episode_id']}")
+    expect(page.locator("#rollout-detail")).to_be_visible(timeout=45000)
+    expect(page.locator("#rollout-head")).to_contain_text('<img src=x onerror="window.__xss = 1">')
+    expect(page.locator("#rollouts")).to_contain_text("onerror")
+    assert page.evaluate("window.__xss") is None
+    assert page.locator("#rollout-head img, #rollouts img").count() == 0
+
+    total = int(re.search(r"of ([\d,]+)", page.locator("#page-info").inner_text()).group(1).replace(",", ""))
+    with page.expect_download() as csv_download:
+        page.locator("#export-csv").click()
+    rows = list(csv.DictReader(io.StringIO(Path(csv_download.value.path()).read_text(encoding="utf-8"))))
+    assert len(rows) == total and {r["difficulty"] for r in rows} == {hostile["task"]["difficulty"]}
+    with page.expect_download() as parquet_download:
+        page.locator("#export-parquet").click()
+    table = pq.read_table(parquet_download.value.path())
+    assert table.num_rows == total and "episode_id" in table.column_names
+    with page.expect_download() as json_download:
+        page.locator("#export-json").click()
+    assert json.loads(Path(json_download.value.path()).read_text(encoding="utf-8"))["episode_id"] == "hostile01"
