@@ -188,7 +188,9 @@ def first_frame(section: RunSection, run: EpisodeRun, task: dict | None, request
 def live_frame(section: RunSection, view: LiveView, task: dict | None, run: EpisodeRun,
                request: gr.Request | None, *, final: bool) -> dict:
     frame: dict = {section.chat: view.messages, section.status: view.status()}
-    if view.new_plan:
+    # The last frame draws the last plan again: the page must end on the submitted plan even if a busy browser
+    # lost or reordered an earlier chart (seen once on a loaded machine: the chart stayed on the previous draft).
+    if view.new_plan or (final and view.steps):
         view.new_plan = False
         count = len(view.steps)
         frame.update({section.chart: step_chart(task, view.steps, count - 1), section.plan_step: _slider(count),
