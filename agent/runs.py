@@ -106,6 +106,11 @@ class RunRegistry:
         worker.start()
         return run
 
+    def running_for(self, owner: str) -> bool:
+        """Whether `owner` (a page's session) has an episode still running."""
+        with self._lock:
+            return any(r.owner == owner and not r.finished for r in self._runs.values())
+
     def get(self, episode_id: str) -> EpisodeRun | None:
         with self._lock:
             return self._runs.get(episode_id)

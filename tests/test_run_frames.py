@@ -49,3 +49,22 @@ def test_the_last_frame_draws_the_submitted_plan_even_when_no_plan_is_new(sectio
     last = run_stream.live_frame(section, view, task, SimpleNamespace(record=record), None, final=True)
     assert title(last) == title(before) and last["steps"] == record["steps"]
     assert "Reward" in last["grade"]
+
+
+def test_a_preview_that_arrives_after_run_leaves_the_running_episode_on_screen(tmp_path):
+    from testkit.app import settings_for
+    from viewer.context import AppContext
+    from viewer.run_section import show_preview
+
+    ctx = AppContext.create(settings_for(tmp_path))
+    page = SimpleNamespace(ctx=ctx, preview="preview", live="live", preview_text="text", preview_chart="chart",
+                           status="status")
+    task_id = "dock-24B-w06x1-busy-0"
+    idle = show_preview(page, task_id, "embedded", "", SimpleNamespace(session_hash="page-1"))
+    assert idle["preview"].visible and not idle["live"].visible and task_id in idle["text"]
+    ctx.registry.running_for = lambda owner: owner == "page-1"  # this page's Run was clicked meanwhile
+    late = show_preview(page, task_id, "embedded", "", SimpleNamespace(session_hash="page-1"))
+    assert set(late) == {"text", "chart"} and task_id in late["text"]
+    other = show_preview(page, task_id, "embedded", "", SimpleNamespace(session_hash="page-2"))
+    assert other["preview"].visible  # another page's run changes nothing here
+    ctx.store.close()

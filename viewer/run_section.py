@@ -145,8 +145,12 @@ def _wire(s: RunSection) -> None:
 
 # -- handlers ----------------------------------------------------------------------------------------------------
 
-def show_preview(section: RunSection, task_id: str, server_choice: str, url: str) -> dict:
-    """The picked task, before any run: what broke, what it costs, the published plan in red where it breaks."""
+def show_preview(section: RunSection, task_id: str, server_choice: str, url: str,
+                 request: gr.Request = None) -> dict:
+    """The picked task, before any run: what broke, what it costs, the published plan in red where it breaks.
+
+    On a busy machine this answer can arrive after Run was clicked: then it fills the preview but leaves this
+    page's running episode on screen (switching to the preview would hide the live chat for the whole run)."""
     try:
         server_url = section.ctx.server_url(server_choice, url)
     except ValueError:
@@ -155,8 +159,11 @@ def show_preview(section: RunSection, task_id: str, server_choice: str, url: str
     if not valid_task_id(task_id):  # a raw call may send anything: it is neither looked up nor echoed
         task_id = "?"
     task = section.ctx.task_for(task_id, server_url) if task_id != "?" else None
-    return {section.preview: gr.Column(visible=True), section.live: gr.Column(visible=False),
-            section.preview_text: _brief(task, task_id), section.preview_chart: preview_chart(task) if task else None,
+    filled = {section.preview_text: _brief(task, task_id), section.preview_chart: preview_chart(task) if task else None}
+    session = getattr(request, "session_hash", None)
+    if session and section.ctx.registry.running_for(session):
+        return filled
+    return {**filled, section.preview: gr.Column(visible=True), section.live: gr.Column(visible=False),
             section.status: IDLE_STATUS}
 
 
