@@ -15,6 +15,7 @@ import pytest
 from playwright.sync_api import Page, expect, sync_playwright
 
 from testkit.browser import ChromiumMissing, launch_chromium
+from tests.browser.browse_page import browse_app
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 TIMEOUT_MS = 20_000
@@ -37,6 +38,13 @@ def browser_context():
         yield context
         context.close()
         browser.close()
+
+
+@pytest.fixture(scope="module")
+def browse(tmp_path_factory):
+    """The Browse tests' app over a known set of rollouts: (app, shared, rival, hostile), one per test module."""
+    with browse_app(tmp_path_factory.mktemp("browse")) as app_and_records:
+        yield app_and_records
 
 
 @pytest.fixture

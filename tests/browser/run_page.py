@@ -33,9 +33,14 @@ def in_first_viewport(page: Page, selector: str) -> bool:
         box["x"] + box["width"] <= size["width"] + 1
 
 
+# Ship rectangles outlined red in a plotly chart's SVG (shapes carry their stroke in their style).
+COUNT_RED = """([sel, red]) => [...document.querySelectorAll(sel + ' .shapelayer path')]
+    .filter(p => (p.style.stroke || '').replace(/\\s/g, '') === red.replace(/\\s/g, '')).length"""
+
+
 def red_ships(page: Page, chart: str) -> int:
-    """Ship rectangles outlined red in a plotly chart's SVG (shapes carry their stroke in their style)."""
-    return page.evaluate(
-        """([sel, red]) => [...document.querySelectorAll(sel + ' .shapelayer path')]
-             .filter(p => (p.style.stroke || '').replace(/\\s/g, '') === red.replace(/\\s/g, '')).length""",
-        [chart, RED])
+    return page.evaluate(COUNT_RED, [chart, RED])
+
+
+def wait_until_no_red_ships(page: Page, chart: str, timeout: float) -> None:
+    page.wait_for_function(f"(args) => ({COUNT_RED})(args) === 0", arg=[chart, RED], timeout=timeout)

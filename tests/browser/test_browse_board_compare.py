@@ -13,16 +13,10 @@ import pyarrow.parquet as pq
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.browse_page import ORANGE, TASK, browse_app, cell, rows_of
+from tests.browser.browse_page import ORANGE, TASK, cell, rows_of
 from tests.browser.conftest import ARTIFACTS
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="module")
-def browse(tmp_path_factory):
-    with browse_app(tmp_path_factory.mktemp("browse-board")) as app_and_records:
-        yield app_and_records
 
 
 def test_the_leaderboard_leads_to_rollouts_and_shows_model_names_as_text(browse, new_page):

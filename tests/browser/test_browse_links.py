@@ -9,16 +9,10 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.browse_page import TASK, browse_app, cell, in_first_viewport
+from tests.browser.browse_page import TASK, cell, in_first_viewport
 from tests.browser.conftest import ARTIFACTS, PHONE
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="module")
-def browse(tmp_path_factory):
-    with browse_app(tmp_path_factory.mktemp("browse-links")) as app_and_records:
-        yield app_and_records
 
 
 def test_a_share_link_lands_on_its_rollout_and_a_bad_one_says_why(browse, new_page):

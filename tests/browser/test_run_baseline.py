@@ -11,7 +11,13 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import ARTIFACTS, DESKTOP, PHONE
-from tests.browser.run_page import episode_of, in_first_viewport, open_form, red_ships
+from tests.browser.run_page import (
+    episode_of,
+    in_first_viewport,
+    open_form,
+    red_ships,
+    wait_until_no_red_ships,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -60,8 +66,7 @@ def test_a_paced_baseline_runs_live_to_a_grade_and_its_link_reattaches(arena, ne
     expect(page.locator("#grade")).to_contain_text(f"{record['reward']:.4f}".rstrip("0"))
     expect(page.locator("#optimal .js-plotly-plot")).to_be_visible()
     expect(page.locator("#chart")).to_contain_text("submitted in turn")  # ...the last draft is drawn, clean
-    page.wait_for_function("""() => ![...document.querySelectorAll('#chart .shapelayer path')]
-        .some(p => (p.style.stroke || '').replace(/\\s/g, '') === 'rgb(214,39,40)')""", timeout=20000)
+    wait_until_no_red_ships(page, "#chart", timeout=20000)
     assert page.locator("#chart .shapelayer path").count() >= len(record["final"]["plan"])
     assert red_ships(page, "#chart") == 0
     page.screenshot(path=str(ARTIFACTS / "run-tab-baseline.png"), full_page=True)
