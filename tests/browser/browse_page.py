@@ -14,6 +14,10 @@ from testkit.records import make_record, make_records
 TASK = "dock-24B-w06x1-busy-0"
 XSS_MODEL = 'vllm:<img src=x onerror="window.__xss = 1">'
 ORANGE = "rgb(245, 133, 24)"  # a highlighted ship (#F58518) as the browser reports it
+# A Markdown block's own text: Gradio keeps a hidden progress timer ("0.2s") in the block while an event that
+# writes to it runs, and inner_text of the block would include it.
+PAGE_INFO = "#page-info [data-testid=markdown-wrapper]"
+ROLLOUT_HEAD = "#rollout-head [data-testid=markdown-wrapper]"
 
 
 def shown_record() -> dict:

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.browse_page import ORANGE, TASK, cell, rows_of
+from tests.browser.browse_page import ORANGE, PAGE_INFO, TASK, cell, rows_of
 from tests.browser.conftest import ARTIFACTS
 
 pytestmark = pytest.mark.browser
@@ -85,7 +85,7 @@ def test_exports_download_what_is_shown_and_model_text_stays_text(browse, new_pa
     assert page.evaluate("window.__xss") is None
     assert page.locator("#rollout-head img, #rollouts img").count() == 0
 
-    total = int(re.search(r"of ([\d,]+)", page.locator("#page-info").inner_text()).group(1).replace(",", ""))
+    total = int(re.search(r"of ([\d,]+)", page.locator(PAGE_INFO).inner_text()).group(1).replace(",", ""))
     with page.expect_download() as csv_download:
         page.locator("#export-csv").click()
     rows = list(csv.DictReader(io.StringIO(Path(csv_download.value.path()).read_text(encoding="utf-8"))))

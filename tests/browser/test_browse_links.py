@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.browse_page import TASK, cell, in_first_viewport
+from tests.browser.browse_page import PAGE_INFO, ROLLOUT_HEAD, TASK, cell, in_first_viewport
 from tests.browser.conftest import ARTIFACTS, PHONE
 
 pytestmark = pytest.mark.browser
@@ -84,7 +84,7 @@ def test_the_list_comes_with_its_tab_and_sits_beside_the_open_rollout(browse, ne
     assert page.evaluate("window.scrollY") == 0
     list_box, detail_box = (page.locator(s).bounding_box() for s in ("#rollout-list", "#rollout-detail"))
     assert list_box["x"] + list_box["width"] <= detail_box["x"] + 1  # side by side on a wide screen
-    first = page.locator("#rollout-head").inner_text()
+    first = page.locator(ROLLOUT_HEAD).inner_text()
     cell(page, "#rollouts", 2, 1).click()  # focus inside the list, then walk it
     page.keyboard.press("ArrowDown")
     expect(page.locator("#rollout-head")).not_to_have_text(first, timeout=20000)
@@ -99,38 +99,38 @@ def test_search_filters_sort_and_page_live_in_the_url_with_back_and_forward(brow
     box = page.locator("#browse-search textarea, #browse-search input").first
     box.fill("quaysid")  # the start of a word only the rival wrote
     box.press("Enter")
-    expect(page.locator("#page-info")).to_contain_text("1–1 of 1", timeout=10000)
+    expect(page.locator(PAGE_INFO)).to_contain_text("1–1 of 1", timeout=10000)
     expect(page).to_have_url(re.compile(r"[?&]q=quaysid"))
     expect(page.locator("#rollouts")).to_contain_text("openai:gpt-5.5@medium")
     box.fill("")
     box.press("Enter")
     # The list settles before the next change: two changes sent at once both start from the same state, and the
     # later answer wins (see the closing note).
-    expect(page.locator("#page-info")).to_contain_text("of 63", timeout=10000)
+    expect(page.locator(PAGE_INFO)).to_contain_text("of 63", timeout=10000)
     tier = page.locator("#f-tier input")
     tier.click()
     page.get_by_role("option", name="storm").click()
     expect(page).to_have_url(re.compile(r"tier=storm"), timeout=10000)
-    expect(page.locator("#page-info")).not_to_contain_text("of 63", timeout=30000)  # the URL may lead the rows
-    storm = page.locator("#page-info").inner_text()
+    expect(page.locator(PAGE_INFO)).not_to_contain_text("of 63", timeout=30000)  # the URL may lead the rows
+    storm = page.locator(PAGE_INFO).inner_text()
     tier.click()
     page.get_by_role("option", name="storm").click()  # and off again: all 63 rows, two pages
     expect(page).not_to_have_url(re.compile(r"tier="), timeout=10000)
     page.locator("#page-next").click()
     expect(page).to_have_url(re.compile(r"page=2"), timeout=10000)
-    expect(page.locator("#page-info")).to_contain_text("page 2 of 2")
+    expect(page.locator(PAGE_INFO)).to_contain_text("page 2 of 2")
     page.go_back()
-    expect(page.locator("#page-info")).to_contain_text("page 1 of 2", timeout=10000)
+    expect(page.locator(PAGE_INFO)).to_contain_text("page 1 of 2", timeout=10000)
     page.go_back()
     expect(page).to_have_url(re.compile(r"tier=storm"), timeout=10000)
-    expect(page.locator("#page-info")).to_have_text(storm, timeout=10000)
+    expect(page.locator(PAGE_INFO)).to_have_text(storm, timeout=10000)
     expect(page.locator("#f-tier")).to_contain_text("storm")
     page.go_forward()
     page.go_forward()
-    expect(page.locator("#page-info")).to_contain_text("page 2 of 2", timeout=10000)
+    expect(page.locator(PAGE_INFO)).to_contain_text("page 2 of 2", timeout=10000)
     # The same URL in a fresh browser shows the same view.
     again = new_page()
     again.goto(f"{app.url}?tab=browse&tier=storm&sort=reward&order=asc")
-    expect(again.locator("#page-info")).to_have_text(storm, timeout=30000)
+    expect(again.locator(PAGE_INFO)).to_have_text(storm, timeout=30000)
     expect(again.locator("#f-tier")).to_contain_text("storm")
     expect(again.locator("#sort-by input")).to_have_value("reward")
