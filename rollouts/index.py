@@ -33,6 +33,7 @@ import pyarrow.parquet as pq
 from rollouts import board_sql
 from rollouts.board_sql import Heatmap
 from rollouts.convergence import convergence
+from rollouts.index_copy import COPY_ROWS
 from rollouts.index_pandas import CATEGORIES, frame_from_tables, heatmap_of
 from rollouts.index_sql import IndexEngine, order_by
 from rollouts.layout import INDEX_GLOB, INDEX_PARQUET_GLOB, RECORDS_DIR
@@ -78,13 +79,13 @@ class BrowseIndex:
     """Every source's index rows as one DuckDB view, kept fresh cheaply; records fetched on demand."""
 
     def __init__(self, local: LocalSource, remotes: Sequence[HubSource | UpstreamSource] = (), *,
-                 local_every_s: float = LOCAL_EVERY_S) -> None:
+                 local_every_s: float = LOCAL_EVERY_S, copy_rows: int = COPY_ROWS) -> None:
         self.local = local
         self.remotes = list(remotes)
         self.local_every_s = local_every_s
         self.version = 0
         self._tables: dict[str, pa.Table | None] = {}
-        self.engine = IndexEngine()
+        self.engine = IndexEngine(copy_rows=copy_rows)  # a source past copy_rows is copied (index_copy)
         self.engine.on_change = self._rebuild
         self._local_files: tuple | None = None  # (path, inode, size, mtime) of each local index file, last look
         self._status: dict[str, SourceStatus] = {

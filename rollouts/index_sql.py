@@ -32,6 +32,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from rollouts.index_copy import COPY_ROWS, ParquetCopies
 from rollouts.query import PAGE_SIZE, SORTABLE, SOURCE_LABELS, SOURCES, Filters
 from rollouts.schema import COLUMNS, EPISODE_ID, TIERS
 from rollouts.search import TranscriptIndex
@@ -97,10 +98,10 @@ def order_by(sort: str = "started", descending: bool = True) -> str:
 class IndexEngine:
     """Every source's index rows as one DuckDB view; thread-safe (one connection, one lock)."""
 
-    def __init__(self, *, threads: int = 2, memory_limit: str = "768MB") -> None:
+    def __init__(self, *, threads: int = 2, memory_limit: str = "768MB", copy_rows: int = COPY_ROWS) -> None:
         self._con = duckdb.connect(config={"threads": threads, "memory_limit": memory_limit})
         self._con.execute("SET parquet_metadata_cache = true")  # footers read once, not once per query
-        self._schemas: dict[tuple, tuple] = {}
+        self._footers: dict[tuple, tuple[tuple, int]] = {}
         self._checked: dict[tuple, list[str]] = {}  # (parquet file, mtime, size) -> its malformed rows' ids
         self._values: dict[str, list[str]] | None = None
         self._checker: threading.Thread | None = None
@@ -111,6 +112,8 @@ class IndexEngine:
         self._parts: dict[str, dict[str, Any]] = {}  # source -> {"parquet": [...], "jsonl": [...]} or {"table": t}
         self.skipped: dict[str, int] = {}
         self.counts: dict[str, int] = {}
+        self._copy_rows = copy_rows
+        self._copies = ParquetCopies(self._con, self._lock, self._build)
         self._build()
 
     # -- the sources ---------------------------------------------------------------------------------------------
@@ -141,14 +144,32 @@ class IndexEngine:
             name = f"src_{source}"
             self._con.register(name, part["table"])
             selects.append(_columns(name, base + 2, set(part["table"].column_names)))
-        # Files of one schema are one scan: DuckDB reads the first file's footer to plan it, not every file's.
-        by_schema: dict[tuple, list[Path]] = {}
-        for path in part.get("parquet", ()):
-            by_schema.setdefault(self._schema_of(path), []).append(path)
-        for schema, paths in by_schema.items():
-            selects.append(_columns(f"read_parquet({_file_list(paths)}, filename = true)", base, dict(schema)))
+        selects += self._parquet_part(source, part.get("parquet", []), base)
         selects += [f"SELECT * FROM {self._jsonl_rows(path, base + 1)}" for path in part.get("jsonl", ())]
         return selects
+
+    def _parquet_part(self, source: str, paths: list[Path], group: int) -> list[str]:
+        """The SELECTs of a source's Parquet rows: its copy when one holds these files, else the files in place
+        (and a copy asked for, when they hold enough rows to gain from one)."""
+        files = frozenset((path, *_version(path)) for path in paths)
+        copy = self._copies.table(source, files)
+        if copy is not None:
+            return [f"SELECT * FROM {copy}"]
+        self._parquet_in_place = self._parquet_in_place or bool(paths)
+        rows = {path: self._footer(path)[1] for path in paths}
+        if paths and sum(rows.values()) >= self._copy_rows:
+            self._copies.want(source, files, rows, lambda some: " UNION ALL ".join(self._parquet_scans(some, group)))
+        else:
+            self._copies.want(source, files, rows, None)
+        return self._parquet_scans(paths, group)
+
+    def _parquet_scans(self, paths: Sequence[Path], group: int) -> list[str]:
+        # Files of one schema are one scan: DuckDB reads the first file's footer to plan it, not every file's.
+        by_schema: dict[tuple, list[Path]] = {}
+        for path in paths:
+            by_schema.setdefault(self._footer(path)[0], []).append(path)
+        return [_columns(f"read_parquet({_file_list(same)}, filename = true)", group, dict(schema))
+                for schema, same in by_schema.items()]
 
     def _jsonl_rows(self, path: Path, group: int) -> str:
         """A JSONL index file's rows as a DuckDB table, parsed once per file version: JSON is slow to parse on
@@ -170,18 +191,19 @@ class IndexEngine:
         for key in [k for k in self._jsonl if k not in current]:
             self._con.execute(f"DROP TABLE IF EXISTS {self._jsonl.pop(key)}")
 
-    def _schema_of(self, path: Path) -> tuple:
-        """(column, type) of a Parquet file's index columns, read from its footer once per file version."""
-        st = path.stat()
-        key = (path, st.st_mtime_ns, st.st_size)
-        if key not in self._schemas:
-            schema = pq.read_schema(path)
-            self._schemas[key] = tuple((f.name, str(f.type)) for f in schema if f.name in COLUMNS)
-        return self._schemas[key]
+    def _footer(self, path: Path) -> tuple[tuple, int]:
+        """((column, type) of a Parquet file's index columns, its row count), read once per file version."""
+        key = (path, *_version(path))
+        if key not in self._footers:
+            meta = pq.read_metadata(path)
+            schema = meta.schema.to_arrow_schema()
+            self._footers[key] = (tuple((f.name, str(f.type)) for f in schema if f.name in COLUMNS), meta.num_rows)
+        return self._footers[key]
 
     def _build(self) -> None:
         """The views over the current sources, and the small tables of duplicated and malformed ids."""
         con = self._con
+        self._parquet_in_place = False
         selects = [s for source in SOURCES if source in self._parts
                    for s in self._select_part(source, self._parts[source])]
         if not selects:
@@ -210,6 +232,7 @@ class IndexEngine:
                     "filename FROM base_rows")
         self._values = None
         self._drop_stale_jsonl()
+        self._copies.drop_unwanted(set(self._parts))
         self._count_sources()
 
     def _find_odd_ids(self) -> None:
@@ -277,6 +300,16 @@ class IndexEngine:
         """Wait for the background check of new Parquet files (tests, benchmarks)."""
         if self._checker is not None:
             self._checker.join(timeout)
+
+    def wait_copied(self, timeout: float = 60.0) -> None:
+        """Wait for the background copies of large sources' Parquet rows (tests, benchmarks)."""
+        self._copies.wait(timeout)
+
+    def copied(self, source: str) -> bool:
+        """Whether the source's Parquet rows are read from a copy now, not from the files."""
+        with self._lock:
+            paths = self._parts.get(source, {}).get("parquet", [])
+            return self._copies.table(source, frozenset((p, *_version(p)) for p in paths)) is not None
 
     def _count_sources(self) -> None:
         rows = self._con.execute(
@@ -370,23 +403,31 @@ class IndexEngine:
             total = int(self.sql(f"SELECT count(*) FROM rollouts WHERE {where}", params).fetchall()[0][0])
             pages = max(1, math.ceil(total / size))
             page = min(max(1, int(page or 1)), pages)
-            # The page's ids and files from the filter and sort columns; then its rows whole, from those files
-            # only (DuckDB skips a file by its name before opening it).
+            # The page's ids and files from the filter and sort columns; then its rows whole (_page_rows).
             found = self.sql(f"SELECT episode_id, filename FROM rollouts WHERE {where} ORDER BY {order} "
                              f"LIMIT {size} OFFSET {(page - 1) * size}", params).fetchall()
             ids = [episode_id for episode_id, _ in found]
-            files = sorted({name for _, name in found if name is not None})
-            parts = []
-            if files:
-                parts.append(self.fetch("filename = ANY(?::VARCHAR[]) AND episode_id = ANY(?::VARCHAR[])",
-                                        [files, ids], order="episode_id"))
-            if len(files) < len(found) and any(name is None for _, name in found):
-                parts.append(self.fetch("filename IS NULL AND episode_id = ANY(?::VARCHAR[])", [ids],
-                                        order="episode_id"))
+            parts = self._page_rows(found) if ids else []
+        self._copies.go()  # a page was answered: the copies may have the cores now
         rows = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0] if parts else self.empty()
         rank = {episode_id: i for i, episode_id in enumerate(ids)}
         rows = rows.sort_values("episode_id", key=lambda c: c.map(rank), kind="stable", ignore_index=True)
         return rows, total, page, pages
+
+    def _page_rows(self, found: list[tuple[str, str | None]]) -> list[pd.DataFrame]:
+        """The whole rows of a page's (episode id, file) pairs."""
+        ids = [episode_id for episode_id, _ in found]
+        if not self._parquet_in_place:  # every row is in a DuckDB table: found by the ids' index, or a scan
+            return [self.fetch("episode_id = ANY(?::VARCHAR[])", [ids], order="episode_id")]
+        # From the page's files only: DuckDB skips a Parquet file by its name before opening it.
+        files = sorted({name for _, name in found if name is not None})
+        parts = []
+        if files:
+            parts.append(self.fetch("filename = ANY(?::VARCHAR[]) AND episode_id = ANY(?::VARCHAR[])",
+                                    [files, ids], order="episode_id"))
+        if any(name is None for _, name in found):
+            parts.append(self.fetch("filename IS NULL AND episode_id = ANY(?::VARCHAR[])", [ids], order="episode_id"))
+        return parts
 
     def fetch(self, where: str = "true", params: Sequence[Any] = (), *, order: str = FRAME_ORDER,
               columns: str = "*", limit: int | None = None) -> pd.DataFrame:

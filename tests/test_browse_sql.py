@@ -4,8 +4,10 @@ numbers and heatmap; a folder mixing JSONL and Parquet index files with a row in
 
 from __future__ import annotations
 
+import gc
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -46,9 +48,10 @@ def rows() -> pa.Table:
     return table.set_column(0, "run", pa.array([["run-a", None, "sweep-b"][i % 3] for i in range(ROWS)]))
 
 
-@pytest.fixture(scope="module")
-def both(rows, tmp_path_factory):
-    """(the pandas frame, a BrowseIndex over a folder of the same rows: Parquet files, and JSONL for the last days)."""
+@pytest.fixture(scope="module", params=["files read in place", "Parquet rows copied"])
+def both(rows, tmp_path_factory, request):
+    """(the pandas frame, a BrowseIndex over a folder of the same rows: Parquet files, and JSONL for the last days),
+    the Parquet rows read in place or from the engine's copy of them (rollouts.index_copy)."""
     root = tmp_path_factory.mktemp("sql-parity")
     chunk = ROWS // 8
     for k in range(8):  # six compacted files, and two days of JSONL not compacted yet
@@ -59,7 +62,11 @@ def both(rows, tmp_path_factory):
             pq.write_table(part, day / "w1.parquet")
         else:
             (day / "w1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in part.to_pylist()))
-    index = BrowseIndex(LocalSource(root))
+    copied = request.param == "Parquet rows copied"
+    index = BrowseIndex(LocalSource(root), copy_rows=0 if copied else 10**9)
+    index.refresh_local(force=True)
+    index.engine.wait_copied()
+    assert index.engine.copied("local") == copied
     return frame_from_tables({"local": rows}), index
 
 
@@ -155,7 +162,8 @@ def test_options_row_and_same_task_match(both):
                                                                 kind="stable")["episode_id"].head(20))
 
 
-def test_a_row_in_both_a_jsonl_and_a_parquet_file_counts_once(rows, tmp_path):
+@pytest.mark.parametrize("copy_rows", [10**9, 0], ids=["in place", "copied"])
+def test_a_row_in_both_a_jsonl_and_a_parquet_file_counts_once(rows, tmp_path, copy_rows):
     part = rows.slice(0, 40)
     day = tmp_path / "index" / "2026-11-30"
     day.mkdir(parents=True)
@@ -163,7 +171,9 @@ def test_a_row_in_both_a_jsonl_and_a_parquet_file_counts_once(rows, tmp_path):
     lines = [json.dumps(r) for r in part.slice(20, 20).to_pylist()]  # ... and the JSONL still holds 20-39
     planted = {**part.slice(0, 1).to_pylist()[0], "episode_id": "planted", "path": "../../etc/passwd"}
     (day / "w1.jsonl").write_text("\n".join([*lines, "not json", json.dumps(planted)]) + "\n")
-    index = BrowseIndex(LocalSource(tmp_path))
+    index = BrowseIndex(LocalSource(tmp_path), copy_rows=copy_rows)
+    index.refresh_local(force=True)
+    index.engine.wait_copied()
     frame = index.frame
     assert len(frame) == 40 and frame["episode_id"].is_unique
     assert set(frame["episode_id"]) == set(part.column("episode_id").to_pylist())
@@ -174,6 +184,8 @@ def test_a_row_in_both_a_jsonl_and_a_parquet_file_counts_once(rows, tmp_path):
                    day / "w2.parquet")
     index.refresh_local(force=True)
     index.engine.wait_checked()
+    index.engine.wait_copied()
+    assert index.engine.copied("local") == (copy_rows == 0)
     assert len(index.frame) == 40 and index.engine.skipped["local"] == 3
     assert index.query(Filters())[1] == 40 and index.board(Filters())["n"].sum() == 40
     # A local row also on the Hub is one row, labelled as both.
@@ -213,3 +225,64 @@ def test_hub_files_read_in_place_overlap_the_local_ones_once(rows, tmp_path):
     assert len(frame) == 50 and frame["episode_id"].is_unique
     assert frame["source"].value_counts().to_dict() == {"local": 20, "local+hub": 10, "hub": 20}
     assert engine.counts == {"local": 30, "hub": 30}
+
+
+def test_a_copy_follows_the_files_and_a_page_never_waits_for_it(rows, tmp_path):
+    """Compaction adds a file: its rows show at once (read in place), then from a new copy; a file gone is gone."""
+    def write(k: int) -> Path:
+        day = tmp_path / "index" / f"2026-11-0{k + 1}"
+        day.mkdir(parents=True, exist_ok=True)
+        pq.write_table(rows.slice(k * 500, 500), day / "w1.parquet")
+        return day / "w1.parquet"
+
+    first = [write(0), write(1)]
+    index = BrowseIndex(LocalSource(tmp_path), copy_rows=0)
+    index.refresh_local(force=True)
+    index.engine.wait_copied()
+    assert index.engine.copied("local") and index.total() == 1000
+    write(2)
+    index.refresh_local(force=True)
+    assert index.total() == 1500  # before the new copy is made: the files are read in place
+    index.engine.wait_copied()
+    assert index.engine.copied("local")
+    page, total, _, _ = index.query(Filters.parse(tiers="storm"), sort="reward", page=2)
+    expected = sort_rows(frame_from_tables({"local": rows.slice(0, 1500)}).pipe(
+        lambda f: f[filter_mask(f, Filters.parse(tiers="storm"))]), "reward", True)
+    assert total == len(expected) and list(page["episode_id"]) == list(expected["episode_id"].iloc[50:100])
+    first[0].unlink()
+    index.refresh_local(force=True)
+    assert index.total() == 1000 and not index.engine.copied("local")
+    index.engine.wait_copied()
+    assert index.engine.copied("local") and index.total() == 1000
+
+
+def test_a_copy_of_files_that_changed_meanwhile_is_dropped(rows, tmp_path):
+    day = tmp_path / "index" / "2026-11-01"
+    day.mkdir(parents=True)
+    pq.write_table(rows.slice(0, 100), day / "w1.parquet")
+    index = BrowseIndex(LocalSource(tmp_path), copy_rows=0)
+    index.refresh_local(force=True)
+    engine = index.engine
+    engine.wait_copied()
+    copies = engine._copies
+    name, held = copies._ready["local"]
+    stale = frozenset({(day / "gone.parquet", 1, 1)})
+    engine.sql(f"CREATE TABLE {name}_stale AS SELECT * FROM {name}")
+    copies._swap_in("local", stale, f"{name}_stale")  # made from files that are no longer the source's
+    assert copies._ready["local"] == (name, held) and engine.copied("local")
+    tables = {r[0] for r in engine.sql("SELECT table_name FROM duckdb_tables() WHERE database_name = 'copies'").fetchall()}
+    assert tables == {name.split(".")[1]}
+
+
+def test_the_copies_go_with_the_engine(rows, tmp_path):
+    day = tmp_path / "index" / "2026-11-01"
+    day.mkdir(parents=True)
+    pq.write_table(rows.slice(0, 100), day / "w1.parquet")
+    engine = index_sql.IndexEngine(copy_rows=0)
+    engine.set_files("local", [day / "w1.parquet"])
+    engine.wait_copied()
+    folder = engine._copies._folder
+    assert engine.copied("local") and (folder / "copies.duckdb").exists()
+    del engine
+    gc.collect()
+    assert not folder.exists()
