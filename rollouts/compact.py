@@ -93,11 +93,12 @@ def read_parquet_index(source: str | Path | pa.NativeFile) -> tuple[pa.Table, in
     return valid, table.num_rows - valid.num_rows
 
 
-def parquet_rows(path: Path) -> list[dict]:
-    """The rows of a Parquet index file as dicts with the columns the file has (so a row written by an older
-    version still lacks the newer columns, as its JSONL line would); [] when the file cannot be read."""
+def parquet_rows(path: Path, ids: list[str] | None = None) -> list[dict]:
+    """The rows of a Parquet index file (only those of `ids`, if given) as dicts with the columns the file has (so
+    a row written by an older version still lacks the newer columns, as its JSONL line would); [] when the file
+    cannot be read."""
     try:
-        return pq.read_table(path).to_pylist()
+        return pq.read_table(path, filters=[("episode_id", "in", ids)] if ids else None).to_pylist()
     except (OSError, pa.ArrowException) as exc:
         log.warning("cannot read the Parquet index file %s: %s", path, exc)
         return []

@@ -19,6 +19,7 @@ table) and goes with the engine.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shutil
 import tempfile
@@ -54,6 +55,10 @@ class ParquetCopies:
         self._thread: threading.Thread | None = None
         self._made = 0
         self._folder: Path | None = None
+        # At exit the copy under way is interrupted and waited for: a DuckDB query left running in a daemon thread
+        # while the interpreter shuts down aborts the process.
+        self._running: dict[str, object] = {}  # "thread", "cursor" of the copy under way
+        weakref.finalize(self, _stop, self._running)
 
     def table(self, source: str, files: FileVersions) -> str | None:
         """The copy holding exactly these files' rows, if one is ready."""
@@ -106,13 +111,14 @@ class ParquetCopies:
 
     def _copy_wanted(self) -> None:
         self._go.wait(COPY_AFTER_S)
-        while (job := self._next_job()) is not None:
+        while not self._running.get("stop") and (job := self._next_job()) is not None:
             source, files, rows, select_of = job
             with self._lock:
                 self._attach()
                 self._made += 1
                 name = f"{CATALOG}.rows_{source}_{self._made}"
             cursor = self._con.cursor()
+            self._running.update(thread=threading.current_thread(), cursor=cursor)
             try:
                 for k, chunk in enumerate(_newest_first(rows)):
                     head = f"CREATE TABLE {name} AS" if k == 0 else f"INSERT INTO {name}"
@@ -121,6 +127,8 @@ class ParquetCopies:
                 cursor.execute(f"CREATE INDEX {name.split('.')[1]}_ids ON {name} (episode_id)")
                 cursor.execute(f"CHECKPOINT {CATALOG}")  # the rows compressed into blocks, out of the WAL
             except duckdb.Error as exc:  # a file replaced or removed mid-copy: the next look asks again
+                if self._running.get("stop"):
+                    return
                 log.info("index copy of %s not made: %s", source, exc)
                 cursor.execute(f"DROP TABLE IF EXISTS {name}")
                 with self._lock:
@@ -128,6 +136,7 @@ class ParquetCopies:
                         self._wanted.pop(source)
                 continue
             finally:
+                self._running.pop("cursor", None)
                 cursor.close()
             self._swap_in(source, files, name)
 
@@ -152,6 +161,17 @@ class ParquetCopies:
                 return
             if old is not None:
                 self._con.execute(f"DROP TABLE IF EXISTS {old[0]}")
+
+
+def _stop(running: dict[str, object]) -> None:
+    """Interrupt the copy under way and wait for its thread (at exit, or when the copies are dropped)."""
+    running["stop"] = True
+    cursor, thread = running.get("cursor"), running.get("thread")
+    if cursor is not None:
+        with contextlib.suppress(duckdb.Error):
+            cursor.interrupt()
+    if isinstance(thread, threading.Thread) and thread is not threading.current_thread():
+        thread.join(10)
 
 
 def _newest_first(rows: dict[Path, int]) -> list[list[Path]]:

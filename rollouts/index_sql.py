@@ -98,7 +98,7 @@ def order_by(sort: str = "started", descending: bool = True) -> str:
 class IndexEngine:
     """Every source's index rows as one DuckDB view; thread-safe (one connection, one lock)."""
 
-    def __init__(self, *, threads: int = 2, memory_limit: str = "768MB", copy_rows: int = COPY_ROWS) -> None:
+    def __init__(self, *, threads: int = 2, memory_limit: str = "256MB", copy_rows: int = COPY_ROWS) -> None:
         self._con = duckdb.connect(config={"threads": threads, "memory_limit": memory_limit})
         self._con.execute("SET parquet_metadata_cache = true")  # footers read once, not once per query
         self._footers: dict[tuple, tuple[tuple, int]] = {}

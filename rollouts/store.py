@@ -138,7 +138,7 @@ class RolloutStore:
                 if existing != path or existing.read_bytes() != data:
                     raise ValueError(f"episode {episode_id} is already saved ({existing.relative_to(self.root)}) "
                                      "with different content")
-                if episode_id in self._index.by_id:
+                if episode_id in self._index:
                     return SavedRollout(path, episode_id)
                 # The record made it to disk before, its row did not: add the row.
             else:
@@ -177,7 +177,7 @@ class RolloutStore:
             for episode_id, record in records.items():
                 path = self._locate(episode_id)
                 rel = path.relative_to(self.root).as_posix()
-                old_row = self._index.by_id.get(episode_id)
+                old_row = self._index.row(episode_id)
                 if old_row is not None:
                     # Only the cells the new field changes are replaced; every other value stays as indexed.
                     before, after = index_row({k: v for k, v in record.items() if k != field}, rel), \
@@ -195,10 +195,7 @@ class RolloutStore:
         it is. Safe while other processes save into the folder (rollouts.jsonio.rewrite_lines)."""
         with self._lock:
             self._index.refresh()
-            stale: dict[Path, list[dict]] = {}
-            for row in self._index.rows:
-                if not COLUMNS.keys() <= row.keys():
-                    stale.setdefault(self._index.file_of[row["episode_id"]], []).append(row)
+            stale = self._index.stale_rows()
         filled = 0
         for rows in stale.values():  # one index file at a time: a few thousand records in memory at most
             fresh = {}
@@ -225,7 +222,7 @@ class RolloutStore:
             self._index.refresh()
             by_file: dict[Path, dict[str, dict]] = {}
             for episode_id, row in left.items():
-                file = self._index.file_of.get(episode_id)
+                file = self._index.file_of(episode_id)
                 if file is not None:
                     by_file.setdefault(file, {})[episode_id] = row
             seen: set[str] = set()
@@ -286,7 +283,7 @@ class RolloutStore:
         """Every index row in the folder, from every writer, one per episode (first row wins)."""
         with self._lock:
             self._index.refresh()
-            return [dict(row) for row in self._index.rows]
+            return [dict(row) for row in self._index.rows()]
 
     def find(self, **filters: Any) -> list[dict]:
         """Rows whose columns equal every filter, e.g. `find(run="r1", model="openai:gpt-x", task_id="dock-...")`."""
@@ -297,12 +294,12 @@ class RolloutStore:
 
     def _locate(self, episode_id: str) -> Path | None:
         with self._lock:
-            row = self._index.by_id.get(episode_id)
-            if row is None:
+            rel = self._index.path_of(episode_id)
+            if rel is None:
                 self._index.refresh()
-                row = self._index.by_id.get(episode_id)
-        if row is not None and is_record_rel(row.get("path"), episode_id):
-            path = inside(self.root, row["path"])
+                rel = self._index.path_of(episode_id)
+        if rel is not None and is_record_rel(rel, episode_id):
+            path = inside(self.root, rel)
             if path is not None and path.is_file():
                 return path
         # Not indexed (yet): a record whose row was lost, or one another process is saving right now. A file
@@ -319,7 +316,7 @@ class RolloutStore:
         """{"saved", "waiting", "last_push", "last_error", "dataset"} for the UI: saved = rollouts in the folder,
         waiting = of those, not yet on the Hub."""
         pushed = self._pusher.status() if self._pusher else {"waiting": 0, "last_push": None, "last_error": None}
-        return {"saved": len(self._index.by_id), "waiting": pushed["waiting"], "last_push": pushed["last_push"],
+        return {"saved": len(self._index), "waiting": pushed["waiting"], "last_push": pushed["last_push"],
                 "last_error": pushed["last_error"] or self._offline_note, "dataset": self.dataset}
 
     def flush(self, timeout: float = 60.0) -> bool:
@@ -392,7 +389,7 @@ class RolloutStore:
     def _repair_missing_rows(self) -> None:
         now = time.time()
         for path in self.root.glob(RECORD_GLOB):
-            if path.stem in self._index.by_id or now - _mtime(path, default=now) < RECOVER_GRACE_S:
+            if path.stem in self._index or now - _mtime(path, default=now) < RECOVER_GRACE_S:
                 continue
             if inside(self.root, path.relative_to(self.root).as_posix()) is None:
                 log.error("not indexing %s: it is a link out of the store", path)
