@@ -32,7 +32,7 @@ from viewer.wiring import bind
 
 YES_NO = ["any", "yes", "no"]
 # Fixed widths: with a rollout open beside it, the list scrolls sideways rather than squeezing the task ids.
-LIST_WIDTHS = ["190px", "215px", "74px", "66px", "118px", "128px"]
+LIST_WIDTHS = ["240px", "226px", "90px", "72px", "150px", "156px"]  # a task, a tier and a time in full; most models
 BOARD_WIDTHS = ["280px", "56px", "112px", "120px", *["86px"] * len(TIERS), "116px", "100px", "100px", "96px",
                 "150px", "126px", "110px", "100px", "96px"]
 # The page's own URL follows the state (pushState), and the back/forward buttons bring an old state back through a
