@@ -12,6 +12,8 @@ the Run tab (chat from the record's events, berth charts, grade panel).
 
 from __future__ import annotations
 
+import atexit
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -102,6 +104,7 @@ def build_browse_section(ctx: AppContext, app_tabs: gr.Tabs, index: BrowseIndex 
             parts.update(_build_compare())
     parts.update(_build_hidden())
     export_dir = Path(tempfile.mkdtemp(prefix="arena-export-"))
+    atexit.register(shutil.rmtree, export_dir, ignore_errors=True)  # Gradio serves a copy of each export
     section = BrowseSection(ctx=ctx, app_tabs=app_tabs, index=index, records=RecordCache(index), export_dir=export_dir, views=views,
                             **parts)
     _wire(section)
