@@ -28,12 +28,11 @@ from typing import Any
 from tqdm import tqdm
 
 from agent import cli_board, cli_regrade, cli_tasks
-from agent.loop import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, DEFAULT_WALL_CLOCK_S, run_episode
+from agent.limits import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, DEFAULT_WALL_CLOCK_S
 from agent.providers.registry import parse_spec, preload_and_freeze
 from agent.spec import SpecError
 from agent.task_api import TaskAPI, TaskAPIError
 from berth_env import load_pack
-from berth_env.embedded import embedded_url
 from rollouts.layout import default_rollout_dir
 from rollouts.leaderboard import board_markdown, leaderboard, price_note
 from rollouts.store import RolloutStore
@@ -77,7 +76,7 @@ RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.command in ("tasks", "regrade") or (args.command == "run" and args.env_url is None):
+    if args.command in ("tasks", "regrade"):
         cli_tasks.serve_tasks()  # bounded: offline, the bundled tasks serve
     if args.command == "tasks":
         return cli_tasks.main(args)
@@ -96,6 +95,8 @@ def main(argv: list[str] | None = None) -> int:
             # Arrow reads a date-like string column as a timestamp, so such a run name would not round-trip
             # through datasets.load_dataset.
             raise ValueError(f"run name {args.run!r} looks like a date; add a word, e.g. 'board-{args.run}'")
+        if args.env_url is None:
+            cli_tasks.serve_tasks()  # after the checks above, so a mistyped flag is said at once
         task_ids = _task_ids(args)
     except (SpecError, KeyError, ValueError, TaskAPIError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -151,6 +152,10 @@ def run_batch(args: argparse.Namespace, task_ids: list[str]) -> int:
         print("warning: --dataset needs HF_TOKEN to push; saving locally only", file=sys.stderr)
     store = RolloutStore(root, dataset=args.dataset if token else None, token=token)
     if args.env_url is None:
+        # Imported here, not at the top: the server (and openenv's Gradio) costs seconds to import, and a command
+        # with a mistake in it should say so at once.
+        from berth_env.embedded import embedded_url
+
         embedded_url()  # start it once, before the pools race to
     preload_and_freeze()
     cells = grid_cells(task_ids, args.model, args.shard)
@@ -194,6 +199,8 @@ def _play_jobs(args: argparse.Namespace, jobs: list[tuple[str, str]], store: Rol
     options: dict[str, Any] = {"env_url": args.env_url, "max_turns": args.max_turns, "max_tokens": args.max_tokens,
                                "wall_clock_s": args.wall_clock, "stop": stop, "run": args.run, "source": "cli",
                                "progress": store.running.write}  # a killed run still leaves its episodes
+
+    from agent.loop import run_episode  # see run_batch: the loop imports the OpenEnv client
 
     def play(model: str, task_id: str) -> dict:
         if stop.is_set():

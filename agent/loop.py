@@ -18,19 +18,17 @@ from typing import Any
 
 from agent import events as ev
 from agent.interrupt import Interrupt, Interrupted
-from agent.netguard import ServerPolicy
+from agent.limits import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, DEFAULT_WALL_CLOCK_S
+from agent.netguard import ServerPolicy, http_url
 from agent.notes import CUTOFF_NOTES, CUTOFF_NUDGE, LAST_TURN, NUDGE, OPENING
 from agent.providers.base import NOTES_CHARS, ModelAPI, ModelTurn, ToolCall, scrub
 from agent.providers.registry import check_endpoint, make_provider, parse_spec, resolve_key
 from agent.record import new_record, parse_json, plan_value, task_summary
-from agent.session import EnvSession, http_url
+from agent.session import EnvSession
 from agent.task_api import valid_task_id
 from agent.tasks import task_for
 from rollouts.schema import new_episode_id, valid_episode_id
 
-DEFAULT_MAX_TURNS = 12
-DEFAULT_MAX_TOKENS = 24000
-DEFAULT_WALL_CLOCK_S = 1800.0
 PLAN_TOOLS = ("check_plan", "submit_plan")
 EPISODE_OVER = '{"error": "the episode is over"}'
 

@@ -65,6 +65,16 @@ def clean_url(url: str) -> str:
     return urlunsplit((scheme, netloc, parts.path.rstrip("/"), "", ""))
 
 
+def http_url(url: str) -> str:
+    """Accept `ws://` / `wss://` and trailing slashes; the client wants the server's base URL. Userinfo is dropped:
+    a `user:pass@` would be sent as Basic auth and stored in the record."""
+    url = clean_url(url)
+    for scheme, http in (("ws://", "http://"), ("wss://", "https://")):
+        if url.startswith(scheme):
+            return http + url[len(scheme):]
+    return url
+
+
 def origin(url: str) -> tuple[str, int]:
     """(host, port) of a cleaned URL, the port filled in from the scheme."""
     parts = urlsplit(url)

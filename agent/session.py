@@ -25,8 +25,8 @@ from agent.netguard import (
     UNREACHABLE,
     ServerPolicy,
     async_http_client,
-    clean_url,
     guard_websockets,
+    http_url,
     origin,
 )
 
@@ -90,16 +90,6 @@ class ToolOutcome:
     reward: float | None
     metadata: dict = field(default_factory=dict)
     is_error: bool = False
-
-
-def http_url(url: str) -> str:
-    """Accept `ws://` / `wss://` and trailing slashes; the client wants the server's base URL. Userinfo is dropped:
-    a `user:pass@` would be sent as Basic auth and stored in the record."""
-    url = clean_url(url)
-    for scheme, http in (("ws://", "http://"), ("wss://", "https://")):
-        if url.startswith(scheme):
-            return http + url[len(scheme):]
-    return url
 
 
 class EnvSession:

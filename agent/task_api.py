@@ -16,8 +16,15 @@ from typing import Any, Self
 
 import httpx
 
-from agent.netguard import NOT_ALLOWED, UNREACHABLE, ServerPolicy, ServerRefused, http_client, origin
-from agent.session import http_url
+from agent.netguard import (
+    NOT_ALLOWED,
+    UNREACHABLE,
+    ServerPolicy,
+    ServerRefused,
+    http_client,
+    http_url,
+    origin,
+)
 
 # Task ids name a path segment, so only a safe alphabet gets in (checked with fullmatch: `$` would let a trailing
 # newline through); "." and ".." fit the alphabet but are path steps, not names.

@@ -89,6 +89,16 @@ def test_bad_arguments_fail_with_a_message_not_a_traceback(agent, tmp_path):
     assert result.returncode == 2 and "has no tasks" in result.stderr
 
 
+def test_a_mistake_is_said_before_the_server_and_openenv_are_imported(tmp_path):
+    """openenv's server package imports Gradio (4 CPU-s): a mistyped flag must not wait for it."""
+    probe = ("import sys; from agent import cli; "
+             f"code = cli.main(['run', '--model', 'gpt-5', '--split', 'eval', '--out', {str(tmp_path)!r}]); "
+             "print(code, sorted(m for m in ('gradio', 'openenv', 'berth_env.server') if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.stdout.split("\n")[0] == "2 []", result.stdout + result.stderr
+    assert "must start with one of" in result.stderr
+
+
 def test_ctrl_c_stops_cleanly_and_keeps_what_finished(warm_python, tmp_path):
     out = tmp_path / "rollouts"
 

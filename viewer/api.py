@@ -10,12 +10,13 @@ from collections.abc import AsyncIterator
 
 import gradio as gr
 
+from agent.limits import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS
 from rollouts.schema import RecordError, valid_episode_id
 from viewer.context import AppContext
 from viewer.run_stream import api_updates
 
 
-async def run(ctx: AppContext, model: str, task_id: str, max_turns: int = 12, max_tokens: int = 24000,
+async def run(ctx: AppContext, model: str, task_id: str, max_turns: int = DEFAULT_MAX_TURNS, max_tokens: int = DEFAULT_MAX_TOKENS,
               server: str = "embedded", request: gr.Request = None) -> AsyncIterator[dict]:
     """Play one episode; streams {episode_id, state, status, events, last}, then the outcome (reward, end_reason,
     feasible, cost, errors, saved). Keys come from the Space's environment only."""

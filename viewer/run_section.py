@@ -16,6 +16,7 @@ from typing import Any
 
 import gradio as gr
 
+from agent.limits import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS
 from agent.netguard import NOT_ALLOWED
 from agent.task_api import valid_task_id
 from agent.tasks import CatalogError, embedded_catalog
@@ -83,8 +84,8 @@ def _build_form(ctx: AppContext, default: str) -> dict[str, Any]:
         server_url = gr.Textbox(label="Server URL", placeholder="https://…", visible=False, elem_id="server-url")
         server_note = gr.Markdown(visible=False, elem_id="server-note")
         with gr.Row():
-            max_turns = gr.Number(12, precision=0, minimum=1, maximum=60, label="Max turns", elem_id="max-turns")
-            max_tokens = gr.Number(24000, precision=0, minimum=256, maximum=200000, label="Max tokens per turn",
+            max_turns = gr.Number(DEFAULT_MAX_TURNS, precision=0, minimum=1, maximum=60, label="Max turns", elem_id="max-turns")
+            max_tokens = gr.Number(DEFAULT_MAX_TOKENS, precision=0, minimum=256, maximum=200000, label="Max tokens per turn",
                                    elem_id="max-tokens")
     with gr.Accordion("API keys: used for this run only, never stored", open=False, elem_id="keys") as keys:
         key_fields = {

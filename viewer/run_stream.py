@@ -16,6 +16,7 @@ from typing import Any
 
 import gradio as gr
 
+from agent.limits import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS
 from agent.providers.registry import MissingKey, check_endpoint, parse_spec, provider_class, resolve_key
 from agent.runs import CapacityError, EpisodeRun, stop_token
 from agent.spec import SpecError
@@ -101,7 +102,7 @@ def start_episode(ctx: AppContext, model: str, task_id: str, turns: Any, tokens:
     if task is None:
         raise FormError("task", f"Task {excerpt(task_id)} is not one this server offers.")
     try:
-        max_turns, max_tokens = int(turns or 12), int(tokens or 24000)
+        max_turns, max_tokens = int(turns or DEFAULT_MAX_TURNS), int(tokens or DEFAULT_MAX_TOKENS)
         if not 1 <= max_turns <= 60 or not 256 <= max_tokens <= 200000:
             raise ValueError
     except (TypeError, ValueError):
