@@ -12,7 +12,7 @@ from viewer import run_stream
 from viewer.live import LiveView
 from viewer.replay import record_events
 
-PARTS = ("chat", "status", "chart", "plan_step", "steps", "grade", "optimal", "episode_info")
+PARTS = ("chat", "status", "chart", "plan_step", "steps", "grade", "optimal", "episode_info", "preview", "live")
 
 
 @pytest.fixture
@@ -49,6 +49,18 @@ def test_the_last_frame_draws_the_submitted_plan_even_when_no_plan_is_new(sectio
     last = run_stream.live_frame(section, view, task, SimpleNamespace(record=record), None, final=True)
     assert title(last) == title(before) and last["steps"] == record["steps"]
     assert "Reward" in last["grade"]
+
+
+def test_every_frame_shows_the_episode_not_the_preview(section):
+    """A finished episode opened by its link gets two frames in a blink; the page sometimes applied only the
+    second, and the first one's switch from the task preview to the episode was lost (a browser test caught it)."""
+    record = submitted_record()
+    task = load_pack().get(record["task_id"])
+    view = LiveView(task)
+    view.extend(record_events(record))
+    for final in (False, True):
+        frame = run_stream.live_frame(section, view, task, SimpleNamespace(record=record), None, final=final)
+        assert frame["preview"].visible is False and frame["live"].visible is True
 
 
 def test_a_preview_that_arrives_after_run_leaves_the_running_episode_on_screen(tmp_path):

@@ -188,7 +188,10 @@ def first_frame(section: RunSection, run: EpisodeRun, task: dict | None, request
 
 def live_frame(section: RunSection, view: LiveView, task: dict | None, run: EpisodeRun,
                request: gr.Request | None, *, final: bool) -> dict:
-    frame: dict = {section.chat: view.messages, section.status: view.status()}
+    # Every frame shows the episode, not only the first: two frames yielded in a blink (a finished episode opened by
+    # its link) sometimes reach the page as one, and the first one's switch from the preview was lost with it.
+    frame: dict = {section.chat: view.messages, section.status: view.status(),
+                   section.preview: gr.Column(visible=False), section.live: gr.Column(visible=True)}
     # The last frame draws the last plan again: the page must end on the submitted plan even if a busy browser
     # lost or reordered an earlier chart (seen once on a loaded machine: the chart stayed on the previous draft).
     if view.new_plan or (final and view.steps):
