@@ -118,14 +118,14 @@ class IndexFiles:
     def refresh(self) -> None:
         rebuild = self._read_jsonl()
         rebuild = self._read_parquet() or rebuild
-        if rebuild:
-            self._jsonl_of, self._count = {}, 0
-            self._parquet_ids = _ParquetIds({})
+        if rebuild:  # every JSONL row counts over a Parquet row of its episode, whatever was read first
+            self._jsonl_of = {}
             for file in sorted(self._jsonl_rows):
                 for row in self._jsonl_rows[file]:
-                    self.add(row, file)
+                    self._jsonl_of.setdefault(row["episode_id"], (file, row))
             self._parquet_ids = _ParquetIds({file: ids for file, (ids, _) in sorted(self._parquet.items())})
-            self._count += self._parquet_ids.distinct - sum(1 for i in self._jsonl_of if self._parquet_ids.find(i))
+            in_both = sum(1 for episode_id in self._jsonl_of if self._parquet_ids.find(episode_id))
+            self._count = len(self._jsonl_of) + self._parquet_ids.distinct - in_both
 
     def _read_jsonl(self) -> bool:
         """New lines of every JSONL file (added at once); True when a file was swapped or removed."""

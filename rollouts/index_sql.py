@@ -86,6 +86,11 @@ def _version(path: Path) -> tuple[int, int]:
     return (st.st_mtime_ns, st.st_size)
 
 
+def _file_versions(paths: Sequence[Path]) -> frozenset[tuple[Path, int, int]]:
+    """What a copy of these files' rows must match to stand for them (index_copy.FileVersions)."""
+    return frozenset((path, *_version(path)) for path in paths)
+
+
 def order_by(sort: str = "started", descending: bool = True) -> str:
     """rollouts.query.sort_rows's order: by a SORTABLE column, missing values last, ties newest first."""
     if sort not in SORTABLE:
@@ -151,16 +156,15 @@ class IndexEngine:
     def _parquet_part(self, source: str, paths: list[Path], group: int) -> list[str]:
         """The SELECTs of a source's Parquet rows: its copy when one holds these files, else the files in place
         (and a copy asked for, when they hold enough rows to gain from one)."""
-        files = frozenset((path, *_version(path)) for path in paths)
+        files = _file_versions(paths)
         copy = self._copies.table(source, files)
         if copy is not None:
             return [f"SELECT * FROM {copy}"]
         self._parquet_in_place = self._parquet_in_place or bool(paths)
         rows = {path: self._footer(path)[1] for path in paths}
-        if paths and sum(rows.values()) >= self._copy_rows:
-            self._copies.want(source, files, rows, lambda some: " UNION ALL ".join(self._parquet_scans(some, group)))
-        else:
-            self._copies.want(source, files, rows, None)
+        worth_a_copy = bool(paths) and sum(rows.values()) >= self._copy_rows
+        self._copies.want(source, files, rows, (lambda some: " UNION ALL ".join(self._parquet_scans(some, group)))
+                          if worth_a_copy else None)
         return self._parquet_scans(paths, group)
 
     def _parquet_scans(self, paths: Sequence[Path], group: int) -> list[str]:
@@ -309,7 +313,7 @@ class IndexEngine:
         """Whether the source's Parquet rows are read from a copy now, not from the files."""
         with self._lock:
             paths = self._parts.get(source, {}).get("parquet", [])
-            return self._copies.table(source, frozenset((p, *_version(p)) for p in paths)) is not None
+            return self._copies.table(source, _file_versions(paths)) is not None
 
     def _count_sources(self) -> None:
         rows = self._con.execute(
