@@ -51,6 +51,7 @@ class ParquetCopies:
         self._on_ready = on_ready  # called under the lock when a copy can be used
         self._ready: dict[str, tuple[str, FileVersions]] = {}  # source -> (table, the files it holds)
         self._wanted: dict[str, tuple[FileVersions, dict[Path, int], SelectOf]] = {}  # source -> files, rows, SELECT
+        self._given_up: dict[str, FileVersions] = {}  # source -> files whose copy failed: not tried again
         self._go = threading.Event()
         self._thread: threading.Thread | None = None
         self._made = 0
@@ -68,7 +69,7 @@ class ParquetCopies:
     def want(self, source: str, files: FileVersions, rows: dict[Path, int], select_of: SelectOf | None) -> None:
         """Copy these files' rows (`rows`: each file's row count); select_of None: the source needs no copy."""
         with self._lock:
-            if select_of is None:
+            if select_of is None or self._given_up.get(source) == files:
                 self._wanted.pop(source, None)
                 return
             self._wanted[source] = (files, rows, select_of)
@@ -132,13 +133,19 @@ class ParquetCopies:
                 log.info("index copy of %s not made: %s", source, exc)
                 cursor.execute(f"DROP TABLE IF EXISTS {name}")
                 with self._lock:
-                    if self._wanted.get(source, (None,))[0] == files:
-                        self._wanted.pop(source)
+                    self._give_up(source, files)
                 continue
             finally:
                 self._running.pop("cursor", None)
                 cursor.close()
             self._swap_in(source, files, name)
+
+    def _give_up(self, source: str, files: FileVersions) -> None:
+        """No copy of these files again (under the lock): a rebuild would ask for it, and fail the same way, in a
+        loop. Files that change are new files, and are copied."""
+        self._given_up[source] = files
+        if self._wanted.get(source, (None,))[0] == files:
+            del self._wanted[source]
 
     def _swap_in(self, source: str, files: FileVersions, name: str) -> None:
         with self._lock:
@@ -155,7 +162,7 @@ class ParquetCopies:
                     self._ready.pop(source)
                 else:
                     self._ready[source] = old
-                self._wanted.pop(source, None)
+                self._give_up(source, files)
                 self._con.execute(f"DROP TABLE IF EXISTS {name}")
                 self._on_ready()
                 return
@@ -164,7 +171,7 @@ class ParquetCopies:
 
 
 def _stop(running: dict[str, object]) -> None:
-    """Interrupt the copy under way and wait for its thread (at exit, or when the copies are dropped)."""
+    """Interrupt the copy under way and wait for its thread (at exit, or when the engine goes)."""
     running["stop"] = True
     cursor, thread = running.get("cursor"), running.get("thread")
     if cursor is not None:

@@ -9,6 +9,7 @@ import json
 import math
 from pathlib import Path
 
+import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -286,3 +287,26 @@ def test_the_copies_go_with_the_engine(rows, tmp_path):
     del engine
     gc.collect()
     assert not folder.exists()
+
+
+def test_a_copy_the_view_cannot_use_is_given_up_not_made_again_and_again(rows, tmp_path):
+    day = tmp_path / "index" / "2026-11-01"
+    day.mkdir(parents=True)
+    pq.write_table(rows.slice(0, 100), day / "w1.parquet")
+    engine = index_sql.IndexEngine(copy_rows=0)
+    copies = engine._copies
+    build = copies._on_ready
+
+    def view_fails_over_the_copy() -> None:
+        if "local" in copies._ready:
+            raise duckdb.CatalogException("no view over the copy")
+        build()
+
+    copies._on_ready = view_fails_over_the_copy
+    engine.set_files("local", [day / "w1.parquet"])
+    engine.wait_copied(timeout=20)
+    assert not copies._thread.is_alive() and copies._made == 1  # one try, not a loop of them
+    assert not engine.copied("local") and engine.count() == 100  # the files are read in place, as before
+    engine.set_files("local", [day / "w1.parquet"])  # a rebuild over the same files does not try again
+    engine.wait_copied(timeout=20)
+    assert copies._made == 1
