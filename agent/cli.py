@@ -34,7 +34,6 @@ from agent.spec import SpecError
 from agent.task_api import TaskAPI, TaskAPIError
 from berth_env import load_pack
 from rollouts.layout import default_rollout_dir
-from rollouts.leaderboard import board_markdown, leaderboard, price_note
 from rollouts.store import RolloutStore
 
 # A rollout that ended like this is worth another try when the run is resumed.
@@ -165,7 +164,7 @@ def run_batch(args: argparse.Namespace, task_ids: list[str]) -> int:
           f"{len(jobs)} to play", file=sys.stderr)
     interrupted = _play_jobs(args, jobs, store)
     store.fill_index()  # rows a resumed run kept from an older version get the board's newer columns
-    _write_board(args, task_ids, store, root)
+    _write_board(args, task_ids, root)
     if args.dataset and token:
         pushed = store.flush(timeout=600)
         print("pushed to the Hub" if pushed else f"push incomplete: {store.status()}", file=sys.stderr)
@@ -242,17 +241,21 @@ def _follow(futures: list[Future], bar: tqdm) -> None:
             bar.write(f"{record['model']} {record['task_id']}: {record['errors'][0][:160]}")
 
 
-def _write_board(args: argparse.Namespace, task_ids: list[str], store: RolloutStore, root: Path) -> None:
+def _write_board(args: argparse.Namespace, task_ids: list[str], root: Path) -> None:
     """The run's leaderboard (the latest --repeats rollouts per model and task) to stdout and
     runs/<run>/board.md."""
-    wanted = set(task_ids)
-    rows = [r for r in store.rows() if r.get("run") == args.run and r.get("model") in args.model
-            and r.get("task_id") in wanted]
-    board = board_markdown(leaderboard(_latest(rows, args.repeats))) + "\n" + price_note()
+    from rollouts.archive import Archive  # the index engine (DuckDB) only once there is a board to draw
+    from rollouts.board import board
+    from rollouts.board_text import board_markdown, price_note
+
+    archive = Archive.of_folder(root)
+    where = "run = ? AND model = ANY(?::VARCHAR[]) AND task_id = ANY(?::VARCHAR[])"
+    lines = board(archive.engine, where, [args.run, list(args.model), list(task_ids)], latest=args.repeats)
+    text = board_markdown(lines) + "\n" + price_note()
     board_path = root / "runs" / args.run / "board.md"
     board_path.parent.mkdir(parents=True, exist_ok=True)
-    board_path.write_text(board)
-    print(board)
+    board_path.write_text(text)
+    print(text)
     print(f"board: {board_path}", file=sys.stderr)
 
 
@@ -265,11 +268,3 @@ def _running_means(records: list[dict]) -> str:
     for record in records:
         by_model.setdefault(record["model"], []).append(float(record.get("reward") or 0.0))
     return "  ".join(f"{m}: {sum(v) / len(v):.3f}" for m, v in by_model.items())
-
-
-def _latest(rows: list[dict], repeats: int = 1) -> list[dict]:
-    """The latest `repeats` rows per (model, task), so a rerun with --force replaces the earlier ones."""
-    latest: dict[tuple, list[dict]] = {}
-    for row in sorted(rows, key=lambda r: r.get("started") or ""):
-        latest.setdefault((row.get("model"), row.get("task_id")), []).append(row)
-    return [row for cell in latest.values() for row in cell[-repeats:]]

@@ -1,4 +1,4 @@
-"""Browse at scale: the index approach (rollouts.index) against loading every record with `datasets`.
+"""Browse at scale: the index approach (rollouts.archive) against loading every record with `datasets`.
 
     python bench/browse_bench.py                       # 10k and 100k rollouts (several minutes, ~4.5 GB of temp files)
     python bench/browse_bench.py --sizes 10000 --naive-timeout 120
@@ -9,7 +9,7 @@ testkit/records.py: 2,000 distinct episodes, cloned under new ids, dates and mod
 rollouts.schema.index_row, written directly rather than through the store's fsyncs), then measures, each approach in a
 fresh Python process so peak memory is its own:
 
-- index: `BrowseIndex` over the folder: first table page and first leaderboard (cold start, index files only),
+- index: `Archive` over the folder: first table page and first leaderboard (cold start, index files only),
   a filter change (table page, then leaderboard; median and worst of 6 filter sets), a new rollout appearing
   (one appended index line, then a refresh), and peak RSS.
 - naive: `datasets.load_dataset(folder, "rollouts")` (every record, as the dataset card declares them, Arrow cache
@@ -41,12 +41,12 @@ from workers import ms, worker_result  # noqa: E402
 TEMPLATES = 2000
 DAYS = 60
 FILTER_SETS = [
-    {"tiers": "storm"},
-    {"models": "anthropic:claude-sonnet-5-5@high,openai:gpt-5.5@medium"},
-    {"tiers": "busy,extreme", "feasible": "yes"},
+    {"tier": "storm"},
+    {"model": "anthropic:claude-sonnet-5-5@high,openai:gpt-5.5@medium"},
+    {"tier": "busy,extreme", "feasible": "yes"},
     {"reward_min": 0.5, "submitted": "yes"},
     {"date_from": "2026-10-20", "date_to": "2026-10-27"},
-    {"tasks": "dock-24B-w06x1-busy-0,dock-36A-w17x1-standard-0", "quays": "24B"},
+    {"task": "dock-24B-w06x1-busy-0,dock-36A-w17x1-standard-0", "quay": "24B"},
 ]
 
 
@@ -127,22 +127,21 @@ def filter_changes(table_fn, board_fn) -> dict:
 
 def run_index(root: Path) -> dict:
     import pandas  # noqa: F401  (imports are not part of the first view: the app has them loaded already)
+    from archives import filters, open_archive, rows_of
 
-    from rollouts.index import BrowseIndex
     from rollouts.layout import record_rel_for
-    from rollouts.query import Filters
 
     baseline = peak_rss_mb()
     start = time.perf_counter()
-    index = BrowseIndex.from_settings(root)
-    rows, matched, _, _ = index.query(Filters())
+    index = open_archive(root)
+    rows, matched, _, _ = index.query(filters())
     first_table = time.perf_counter() - start
-    board = index.board(Filters())
+    board = index.board(filters())
     first_board = time.perf_counter() - start
-    assert matched == len(index.frame) and len(rows) == 50 and len(board) > 1
+    assert matched == index.total() and rows_of(rows) == 50 and len(board) > 1
     out = {"first_table": first_table, "first_board": first_board, "rows": matched}
-    out.update(filter_changes(lambda v: index.query(Filters.parse(**v), sort="reward"),
-                              lambda v: index.board(Filters.parse(**v))))
+    out.update(filter_changes(lambda v: index.query(filters(**v), sort="reward"),
+                              lambda v: index.board(filters(**v))))
     # A rollout saved by the app: one more line in an index file, picked up by the next refresh.
     day_file = sorted(root.glob("index/*/*.jsonl"))[-1]
     row = json.loads(day_file.read_text().splitlines()[-1])
@@ -152,24 +151,25 @@ def run_index(root: Path) -> dict:
         f.write(json.dumps(row) + "\n")
     start = time.perf_counter()
     index.refresh_local(force=True)
-    rows, _, _, _ = index.query(Filters.parse(), sort="started")
+    rows, total, _, _ = index.query(filters(q="fresh_rollout"))
     out["new_rollout"] = time.perf_counter() - start
-    assert "fresh_rollout" in set(index.frame["episode_id"])
-    out["frame_mb"] = index.frame.memory_usage(deep=True).sum() / 2**20
+    assert total == 1
     out["baseline_rss_mb"] = baseline
     out["peak_rss_mb"] = peak_rss_mb()
     return out
 
 
 def run_naive(root: Path, cache: Path) -> dict:
+    """Every record loaded with `datasets`, its index rows computed, then filtered and ranked by the index engine
+    over that table (so the figures differ from the index approach only in how the rows were had)."""
     import datasets
-    import pandas as pd
+    import pyarrow as pa
 
-    from rollouts.index import frame_from_tables
-    from rollouts.leaderboard import leaderboard
-    from rollouts.query import Filters, filter_mask, page_of, sort_rows
+    from rollouts.archive import Archive
+    from rollouts.filters import Filters
+    from rollouts.index.format import INDEX_SCHEMA
     from rollouts.schema import index_row
-    from rollouts.sources import INDEX_SCHEMA
+    from rollouts.sources.local import LocalSource
 
     datasets.disable_progress_bars()
     baseline = peak_rss_mb()
@@ -180,24 +180,17 @@ def run_naive(root: Path, cache: Path) -> dict:
     for record in dataset:
         if not isinstance(record["started"], str):
             record["started"] = record["started"].strftime("%Y-%m-%dT%H:%M:%SZ")
-        rows.append(index_row(record, ""))
-    import pyarrow as pa
-
-    frame = frame_from_tables({"local": pa.Table.from_pylist(rows, schema=INDEX_SCHEMA)})
-    first_page, _, _ = page_of(sort_rows(frame, "started"), 1)
-    assert len(first_page) == min(50, len(frame))
+        rows.append(index_row(record, f"rollouts/{record['started'][:10]}/{record['episode_id']}.json"))
+    archive = Archive(LocalSource(cache / "no-folder"))
+    archive.engine.set_table("local", pa.Table.from_pylist(rows, schema=INDEX_SCHEMA))
+    first_page, total, _, _ = archive.query(Filters())
+    assert first_page.num_rows == min(50, total)
     first_table = time.perf_counter() - start
-
-    def board(values: dict) -> pd.DataFrame:
-        kept = frame[filter_mask(frame, Filters.parse(**values))]
-        return leaderboard(kept.assign(model=kept["model"].astype(str), task_id=kept["task_id"].astype(str),
-                                       difficulty=kept["difficulty"].astype(str)))
-
-    board({})
+    archive.board(Filters())
     first_board = time.perf_counter() - start
-    out = {"load_dataset": loaded, "first_table": first_table, "first_board": first_board, "rows": len(frame)}
-    out.update(filter_changes(lambda v: page_of(sort_rows(frame[filter_mask(frame, Filters.parse(**v))], "reward"), 1),
-                              board))
+    out = {"load_dataset": loaded, "first_table": first_table, "first_board": first_board, "rows": total}
+    out.update(filter_changes(lambda v: archive.query(Filters.parse(**v), sort="reward"),
+                              lambda v: archive.board(Filters.parse(**v))))
     out["baseline_rss_mb"] = baseline
     out["peak_rss_mb"] = peak_rss_mb()
     return out
@@ -262,10 +255,10 @@ def main() -> None:
                          f"(written in {made['seconds']:.0f} s)")
             print(notes[-1], file=sys.stderr, flush=True)
             index = in_process("index", work / "data", work / "cache", timeout=600)
-            print(row(size, "index (rollouts.index)", index), file=sys.stderr, flush=True)
+            print(row(size, "index (rollouts.archive)", index), file=sys.stderr, flush=True)
             naive = in_process("naive", work / "data", work / "cache", timeout=args.naive_timeout)
             print(row(size, "naive (datasets, every record)", naive), file=sys.stderr, flush=True)
-            lines += [row(size, "index (rollouts.index)", index), row(size, "naive (datasets, every record)",
+            lines += [row(size, "index (rollouts.archive)", index), row(size, "naive (datasets, every record)",
                                                                            naive)]
             if "load_dataset" in naive:
                 notes.append(f"- {size:,}: `load_dataset` alone took {naive['load_dataset']:.1f} s (cold Arrow cache)")

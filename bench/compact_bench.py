@@ -1,4 +1,4 @@
-"""The index as JSONL against the same rows compacted into Parquet (rollouts.compact), side by side in one run.
+"""The index as JSONL against the same rows compacted into Parquet (rollouts.index.compaction), side by side in one run.
 
     python bench/compact_bench.py                   # 100k and 300k index rows
     python bench/compact_bench.py --rows 1000000
@@ -51,16 +51,17 @@ def size_mb(root: Path, pattern: str) -> float:
 
 
 def cold_load(root: Path) -> tuple[float, int]:
-    from rollouts.sources.local import LocalSource
+    """Every index row of the folder, read as Browse reads it (the archive's first look)."""
+    from rollouts.archive import Archive
 
     start = time.perf_counter()
-    loaded = LocalSource(root).load()
-    return time.perf_counter() - start, loaded.rows
+    archive = Archive.of_folder(root)
+    return time.perf_counter() - start, archive.total()
 
 
 def measure(n: int) -> dict:
-    from rollouts.compact import compact
-    from rollouts.sources.local import LocalSource
+    from rollouts.archive import Archive
+    from rollouts.index.compaction import compact
 
     root = Path(tempfile.mkdtemp(prefix="compact-bench-"))
     try:
@@ -75,16 +76,17 @@ def measure(n: int) -> dict:
         result["parquet_mb"] = size_mb(root, "index/*/*.parquet")
         result["parquet_load_s"], rows = cold_load(root)
         assert rows == n, rows
-        source = LocalSource(root)
-        source.load()
+        archive = Archive.of_folder(root)
         day = next(root.glob("index/*/bench.parquet")).parent
-        row = {**json.loads(json.dumps(source.load().table.slice(0, 1).to_pylist()[0])),
+        first = archive.engine.fetch(limit=1).to_pylist()[0]
+        row = {**{k: v for k, v in first.items() if k not in ("played_in", "tokens", "date")}, "source": "cli",
                "episode_id": "new0000000001", "path": f"rollouts/{day.name}/new0000000001.json"}
         (day / "bench.jsonl").write_text(json.dumps(row) + "\n", encoding="utf-8")
         start = time.perf_counter()
-        loaded = source.load()
+        archive.refresh_local(force=True)
+        total = archive.total()
         result["refresh_s"] = time.perf_counter() - start
-        assert loaded.rows == n + 1, loaded.rows
+        assert total == n + 1, total
         return result
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -1,4 +1,4 @@
-"""Browse at a million rollouts: the DuckDB index (rollouts.index today) against the pandas index it replaced.
+"""Browse at a million rollouts: the DuckDB index (rollouts.archive today) against the pandas index it replaced.
 
     python bench/browse_bench.py --rows 1000000 --pandas-rows 1000000 --baseline /work/wt-base
 
@@ -10,7 +10,7 @@ at `--baseline` (the code before the DuckDB index) on its PYTHONPATH. Each measu
 
 - first page: from an empty index to the list view's answer (the rows of page 1, the filter choices, the count),
 - the copy: the DuckDB index copies a large source's Parquet rows into its own database file in the background
-  (rollouts/index_copy.py); the worker times one filter while that runs, then waits for the copy, then times the
+  (rollouts/index/copies.py); the worker times one filter while that runs, then waits for the copy, then times the
   rest, so the figures below are the ones a visitor gets from a few seconds after the first page on,
 - filter: a filter set's first page sorted by reward (median and worst of the filter sets),
 - search: the search box's first page (median and worst of a few searches),
@@ -27,16 +27,17 @@ import sys
 import time
 from pathlib import Path
 
+from archives import filters, open_archive, rows_of
 from workers import ms, worker_result
 
 ROOT = Path(__file__).resolve().parent.parent
 FILTERS = [
-    {"tiers": "storm"},
-    {"models": "anthropic:claude-sonnet-5-5@high,openai:gpt-5.5@medium"},
-    {"tiers": "busy,extreme", "feasible": "yes"},
+    {"tier": "storm"},
+    {"model": "anthropic:claude-sonnet-5-5@high,openai:gpt-5.5@medium"},
+    {"tier": "busy,extreme", "feasible": "yes"},
     {"reward_min": 0.5, "submitted": "yes"},
     {"date_from": "2026-10-20", "date_to": "2026-10-27"},
-    {"quays": "24B", "reward_max": 0.3},
+    {"quay": "24B", "reward_max": 0.3},
 ]
 SEARCHES = ["sonnet", "0000001", "storm run-a", "gpt busy"]
 
@@ -79,34 +80,33 @@ def worker(folder: Path) -> dict:
     """One engine over one folder, in this process (whichever `rollouts` is first on the path)."""
     import pandas  # noqa: F401  (the app has its imports loaded before anyone asks for a page)
 
-    from rollouts.index import BrowseIndex
-    from rollouts.query import Filters, options
-
     baseline = peak_rss_mb()
     load = os.getloadavg()[0]  # the machine is shared: figures are comparable only at similar load
     start = time.perf_counter()
-    index = BrowseIndex.from_settings(folder)
+    index = open_archive(folder)
     index.refresh_local(force=True)
-    rows, matched, _, _ = index.query(Filters())
+    rows, matched, _, _ = index.query(filters())
     if hasattr(index, "options"):  # the DuckDB index answers these itself; the pandas one from its frame
         choices, total = index.options(), index.total()
     else:
+        from rollouts.query import options
+
         choices, total = options(index.frame), len(index.frame)
     out = {"first_page": time.perf_counter() - start, "rows": total, "rss_first_page_mb": peak_rss_mb(),
            "baseline_rss_mb": baseline}
-    assert len(rows) == 50 and matched == total and len(choices["models"]) > 1
+    assert rows_of(rows) == 50 and matched == total and len(choices.get("model", choices.get("models"))) > 1
     engine = getattr(index, "engine", None)
     if hasattr(engine, "wait_copied"):  # the DuckDB index copies large Parquet sources in the background
-        out["filter_while_copying"] = timed(lambda: index.query(Filters.parse(**FILTERS[0]), sort="reward"))
+        out["filter_while_copying"] = timed(lambda: index.query(filters(**FILTERS[0]), sort="reward"))
         engine.wait_copied()
         out["copy_ready"] = time.perf_counter() - start
         out["copied"] = engine.copied("local")
-    filters = [timed(lambda v=v: index.query(Filters.parse(**v), sort="reward")) for v in FILTERS]
-    searches = [timed(lambda t=t: index.query(Filters.parse(search=t))) for t in SEARCHES]
-    out.update(filter_median=statistics.median(filters), filter_max=max(filters),
+    times = [timed(lambda v=v: index.query(filters(**v), sort="reward")) for v in FILTERS]
+    searches = [timed(lambda t=t: index.query(filters(q=t))) for t in SEARCHES]
+    out.update(filter_median=statistics.median(times), filter_max=max(times),
                search_median=statistics.median(searches), search_max=max(searches))
-    out["board_all"] = timed(lambda: index.board(Filters()))
-    out["board_filtered"] = timed(lambda: index.board(Filters.parse(tiers="storm")))
+    out["board_all"] = timed(lambda: index.board(filters()))
+    out["board_filtered"] = timed(lambda: index.board(filters(tier="storm")))
     out["rss_end_mb"] = peak_rss_mb()
     out["load"] = (load, os.getloadavg()[0])
     return out
@@ -155,9 +155,9 @@ def run(rows: int, pandas_rows: int, baseline: Path, keep: Path | None, timeout:
         table = ["| rows | engine | first page | filter: page | search: page | leaderboard: all / filtered | "
                  "RSS after first page | RSS at end | queries from the copy after | load (start / end) |",
                  "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-                 line(rows, "DuckDB (rollouts.index)", sql)]
+                 line(rows, "DuckDB (rollouts.archive)", sql)]
         if pandas_rows != rows:
-            table.append(line(pandas_rows, "DuckDB (rollouts.index)", small_sql))
+            table.append(line(pandas_rows, "DuckDB (rollouts.archive)", small_sql))
         table.append(line(pandas_rows, f"pandas ({baseline.name})", pandas))
         print("\n".join(table))
         same = sql if pandas_rows == rows else small_sql

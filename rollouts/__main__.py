@@ -1,7 +1,7 @@
-"""`python -m rollouts compact [--dir D]`: fold a rollout folder's JSONL index rows into Parquet (rollouts.compact)."""
+"""`python -m rollouts ...`: rollouts.cli."""
 
 import sys
 
-from rollouts.compact import main
+from rollouts.cli import main
 
 sys.exit(main())

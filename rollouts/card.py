@@ -1,7 +1,7 @@
 """The rollout dataset's README.md: what it holds, its licence, and the YAML that tells `datasets` how to read it.
 
 Two configs: `index` (default; the flat rows in `index/*/*.jsonl`) and `rollouts` (the full records in
-`rollouts/*/*.json`). Compacted index rows (`index/*/*.parquet`, rollouts.compact) are no config: `datasets` picks
+`rollouts/*/*.json`). Compacted index rows (`index/*/*.parquet`, rollouts.index.compaction) are no config: `datasets` picks
 one builder for a whole repo from its first config's files, so a Parquet config beside the JSON ones would be read
 as JSON; the card says how to read them (the Parquet builder, DuckDB, pandas). Both declare their features, so the column types never depend on which files happen to be read:
 

@@ -1,6 +1,6 @@
 """How fast each model closes in on the optimum, check by check: the data behind Browse's convergence plot.
 
-Input: index rows (a frame or dicts) with `model`, `check_costs` (rollouts.metrics: every check's cost in order,
+Input: index rows (an Arrow table or dicts) with `model`, `check_costs` (rollouts.metrics: every check's cost in order,
 null where infeasible, as JSON text), `optimal_cost` and `naive_cost`. Nothing is read from the records.
 
 After check k an episode's best plan so far is its cheapest feasible checked plan among checks 1..k. An episode
@@ -27,12 +27,13 @@ from collections.abc import Iterable
 from itertools import chain
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
 MAX_CHECKS = 50  # checks past this are not drawn (the servers allow 10)
 COLUMNS = ["model", "check", "episodes", "feasible_pct", "gap_q1", "gap_median", "gap_q3"]
+SCHEMA = pa.schema([("model", pa.string()), ("check", pa.int64()), ("episodes", pa.int64()),
+                    *[(name, pa.float64()) for name in COLUMNS[3:]]])
 _PLAIN = r"\[(?:\s*(?:-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|null)\s*(?:,\s*(?:-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|null)\s*)*)?\]"
 
 
@@ -51,33 +52,38 @@ def best_so_far(lists: list[list]) -> np.ndarray:
     return np.fmin.accumulate(matrix, axis=1)
 
 
-def convergence(rows: pd.DataFrame | Iterable[dict]) -> pd.DataFrame:
+def convergence(rows: pa.Table | Iterable[dict]) -> pa.Table:
     """Per model and check number k = 1, 2, ...: how many episodes, the share with a feasible plan by k (%), and the
     quartiles of their gap to the optimum (module docstring). Columns: COLUMNS; models in order of appearance."""
-    frame = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
-    if frame.empty or not {"model", "check_costs"} <= set(frame.columns):
-        return pd.DataFrame(columns=COLUMNS)
-    frame = frame[[c for c in ("model", "check_costs", "optimal_cost", "naive_cost") if c in frame.columns]]
-    lists = check_cost_lists(frame["check_costs"].tolist())
-    frame = frame[np.array([costs is not None for costs in lists], dtype=bool)]
+    table = rows if isinstance(rows, pa.Table) else pa.Table.from_pylist(list(rows))
+    if not table.num_rows or not {"model", "check_costs"} <= set(table.column_names):
+        return _empty()
+    lists = check_cost_lists(table.column("check_costs").to_pylist())
+    kept = np.array([costs is not None for costs in lists], dtype=bool)
+    table = table.filter(pa.array(kept))
     best = best_so_far([costs for costs in lists if costs is not None])
-    if frame.empty or not best.shape[1]:
-        return pd.DataFrame(columns=COLUMNS)
-    optimum = _numbers(frame, "optimal_cost")
-    scale = np.maximum(1.0, _numbers(frame, "naive_cost") - optimum)
+    if not table.num_rows or not best.shape[1]:
+        return _empty()
+    optimum = _numbers(table, "optimal_cost")
+    scale = np.maximum(1.0, _numbers(table, "naive_cost") - optimum)
     gaps = (best - optimum[:, None]) / scale[:, None]
     checks = np.arange(1, best.shape[1] + 1)
-    parts = []
-    codes, models = pd.factorize(frame["model"].astype(str), sort=False)
-    for g, model in enumerate(models):
-        mine = codes == g
+    models = np.array([str(m) for m in table.column("model").to_pylist()], dtype=object)
+    columns: dict[str, list] = {name: [] for name in COLUMNS}
+    for model in dict.fromkeys(models):
+        mine = models == model
         q1, median, q3 = column_quantiles(gaps[mine], (0.25, 0.5, 0.75))
-        parts.append(pd.DataFrame({
-            "model": model, "check": checks, "episodes": int(mine.sum()),
-            "feasible_pct": 100.0 * (~np.isnan(best[mine])).mean(axis=0),
-            "gap_q1": q1, "gap_median": median, "gap_q3": q3,
-        }))
-    return pd.concat(parts, ignore_index=True)[COLUMNS]
+        columns["model"] += [model] * len(checks)
+        columns["check"] += checks.tolist()
+        columns["episodes"] += [int(mine.sum())] * len(checks)
+        columns["feasible_pct"] += (100.0 * (~np.isnan(best[mine])).mean(axis=0)).tolist()
+        for name, values in (("gap_q1", q1), ("gap_median", median), ("gap_q3", q3)):
+            columns[name] += values.tolist()
+    return pa.table(columns, schema=SCHEMA)
+
+
+def _empty() -> pa.Table:
+    return SCHEMA.empty_table()
 
 
 def column_quantiles(values: np.ndarray, quantiles: Iterable[float]) -> list[np.ndarray]:
@@ -129,7 +135,9 @@ def _costs(value: object) -> list | None:
     return [c if isinstance(c, int | float) and not isinstance(c, bool) else None for c in value]
 
 
-def _numbers(frame: pd.DataFrame, column: str) -> np.ndarray:
-    if column not in frame.columns:
-        return np.full(len(frame), np.nan)
-    return pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float)
+def _numbers(table: pa.Table, column: str) -> np.ndarray:
+    if column not in table.column_names:
+        return np.full(table.num_rows, np.nan)
+    values = table.column(column).to_pylist()
+    return np.array([v if isinstance(v, int | float) and not isinstance(v, bool) else np.nan for v in values],
+                    dtype=float)

@@ -14,7 +14,7 @@ It only ever reads the folder, so the folder stays the source of truth; the Hub 
   first (HTTP 412/409) is retried on the new head with jittered backoff (CONFLICT_RETRIES times), then counts as
   a failed push like any other.
 - Compaction: before a push, a JSONL index file past COMPACT_OVER_BYTES is folded into its Parquet file
-  (rollouts.compact); the commit then adds the Parquet file and deletes (or shrinks) the JSONL on the Hub. Only
+  (rollouts.index.compaction); the commit then adds the Parquet file and deletes (or shrinks) the JSONL on the Hub. Only
   index files this folder pushed are ever deleted, and only once they are gone from the folder. Every writer
   pushes the card: before a commit carrying it, the record fields the Hub's card declares are merged in, so a
   field another writer declared is never dropped.
@@ -53,7 +53,7 @@ from huggingface_hub.errors import (
 from huggingface_hub.utils.sha import git_hash
 
 from rollouts import card as dataset_card
-from rollouts.compact import compact
+from rollouts.index.compaction import compact
 from rollouts.jsonio import atomic_write
 from rollouts.layout import CARD
 

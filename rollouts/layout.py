@@ -3,7 +3,7 @@
     README.md                                 the dataset card (rollouts.card)
     rollouts/<YYYY-MM-DD>/<episode_id>.json   one record, on one line
     index/<YYYY-MM-DD>/<writer_id>.jsonl      one flat index row per rollout, appended by one writer
-    index/<YYYY-MM-DD>/<writer_id>.parquet    the same rows, compacted (rollouts.compact folds JSONL rows in)
+    index/<YYYY-MM-DD>/<writer_id>.parquet    the same rows, compacted (rollouts.index.compaction folds JSONL in)
     .push/                                    the local push journal, locks and running episodes (never pushed)
 
 Every path of the dataset is made or recognised here, so a reader can trust a path only after `record_rel` or
@@ -27,8 +27,12 @@ RECORD_GLOB = f"{RECORDS_DIR}/*/*.json"
 INDEX_GLOB = f"{INDEX_DIR}/*/*.jsonl"
 INDEX_PARQUET_GLOB = f"{INDEX_DIR}/*/*.parquet"
 WRITER_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
-RECORD_REL = re.compile(rf"{RECORDS_DIR}/(\d{{4}}-\d{{2}}-\d{{2}})/({EPISODE_ID.pattern})\.json")
 DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+# The rule "a row's path names its own record", written once: the record path of the layout, its day and its
+# episode id in named groups (the 1st and 2nd). Python matches it here (`is_record_rel`); the index's readers apply
+# the same pattern in Arrow and in SQL (rollouts.index.format), both built from this text. RE2 reads it as Python.
+RECORD_PATH_PATTERN = rf"{RECORDS_DIR}/(?P<day>{DAY.pattern})/(?P<episode_id>{EPISODE_ID.pattern})\.json"
+RECORD_REL = re.compile(RECORD_PATH_PATTERN)
 
 
 def default_rollout_dir() -> Path:
@@ -55,7 +59,7 @@ def record_rel_for(episode_id: str, day: str) -> str:
 def is_record_rel(path: Any, episode_id: str | None = None) -> bool:
     """True when `path` is a record path of the layout (and, given an id, that episode's)."""
     match = RECORD_REL.fullmatch(path) if isinstance(path, str) else None
-    return match is not None and (episode_id is None or match.group(2) == episode_id)
+    return match is not None and (episode_id is None or match["episode_id"] == episode_id)
 
 
 def index_rel(day: str, writer_id: str) -> str:
@@ -63,12 +67,24 @@ def index_rel(day: str, writer_id: str) -> str:
     return f"{INDEX_DIR}/{day}/{writer_id}.jsonl"
 
 
-def index_parquet_rel(day: str, writer_id: str) -> str:
-    """One writer's compacted index file for one day: the same flat rows as its JSONL, as Parquet."""
-    return f"{INDEX_DIR}/{day}/{writer_id}.parquet"
-
-
 def inside(root: Path, rel: str) -> Path | None:
     """`root / rel`, or None when it would resolve outside `root` (a `..`, an absolute path, a symlink out)."""
     path = (root / rel).resolve()
     return path if path.is_relative_to(root.resolve()) else None
+
+
+def locate_record(root: Path, episode_id: str, rel: Any = None) -> Path | None:
+    """The record file of `episode_id` in the folder `root`: at `rel` when that is its own record path, else
+    wherever a `rollouts/<day>/` folder holds it (a record whose index row was lost or is not written yet). Never a
+    file outside `root`, and None for an id that cannot name one."""
+    if not valid_episode_id(episode_id):
+        return None
+    if is_record_rel(rel, episode_id):
+        path = inside(root, rel)
+        if path is not None and path.is_file():
+            return path
+    for found in root.glob(f"{RECORDS_DIR}/*/{episode_id}.json"):
+        path = inside(root, found.relative_to(root).as_posix())  # not a link out of the folder
+        if path is not None and path.is_file():
+            return path
+    return None

@@ -3,9 +3,9 @@
 Every figure is computed from what the record already holds (its `steps`, `messages`, `usage`, `final` and `task`),
 and is null where it does not apply or the record cannot say, never a guess:
 
-- `checks_to_feasible`: how many `check_plan` calls were made up to and including the first feasible one (every
-  call counts, a refused or unreadable one too, as the index's `checks` does). A check is feasible when the
-  server's answer says `feasible: true` with a cost. Null when no check was feasible.
+- `checks_to_feasible`: how many checks the server accepted up to and including the first feasible one (the checks
+  the index's `checks` counts: rollouts.record_view.RecordView.checks). A check is feasible when the server's answer
+  says `feasible: true` with a cost. Null when no check was feasible.
 - `turns_to_feasible`: the model turn of that check (1-based, as steps record it).
 - `tokens_to_feasible`: output tokens of turns 1 to `turns_to_feasible`, from each assistant message's `usage`
   (recorded since per-turn usage exists); for older records only when the feasible check came in the last turn,
@@ -26,6 +26,7 @@ import math
 from typing import Any
 
 from rollouts.prices import episode_usd
+from rollouts.record_view import RecordView
 
 METRIC_COLUMNS: dict[str, type] = {
     "checks_to_feasible": int,
@@ -50,15 +51,10 @@ def check_cost(step: Any) -> int | None:
     return int(cost) if float(cost).is_integer() else None
 
 
-def checks_of(record: dict) -> list[dict]:
-    steps = record.get("steps")
-    return [s for s in steps if isinstance(s, dict) and s.get("tool") == "check_plan"] if isinstance(steps, list) \
-        else []
-
-
 def episode_metrics(record: dict) -> dict[str, Any]:
     """The figures above for one record (keys of METRIC_COLUMNS). Never raises on odd values: they become null."""
-    checks = checks_of(record)
+    view = RecordView(record)
+    checks = view.checks
     costs = [check_cost(step) for step in checks]
     first = next((i for i, cost in enumerate(costs) if cost is not None), None)
     turn = checks[first].get("turn") if first is not None else None
@@ -71,7 +67,7 @@ def episode_metrics(record: dict) -> dict[str, Any]:
         "tokens_to_feasible": None if turn is None else output_tokens_until(record, turn),
         "first_check_cost": None if first is None else costs[first],
         "best_check_cost": min(feasible_costs) if feasible_costs else None,
-        "beat_naive": beat_naive(record),
+        "beat_naive": beat_naive(view),
         "usd": _safe_usd(record),
         "check_costs": json.dumps(costs, separators=(",", ":")),
     }
@@ -90,16 +86,14 @@ def output_tokens_until(record: dict, turn: int) -> int | None:
     return None
 
 
-def beat_naive(record: dict) -> bool | None:
-    final = record.get("final") if isinstance(record.get("final"), dict) else {}
-    grade = final.get("grade") if isinstance(final.get("grade"), dict) else {}
-    task = record.get("task") if isinstance(record.get("task"), dict) else {}
-    naive = task.get("naive_cost") if task.get("naive_cost") is not None else grade.get("naive_cost")
+def beat_naive(view: RecordView) -> bool | None:
+    """The submitted plan was graded feasible and costs less than the task's naive plan (null when the naive cost
+    is unknown)."""
+    naive = view.task.get("naive_cost") if view.task.get("naive_cost") is not None else view.grade.get("naive_cost")
     if isinstance(naive, bool) or not isinstance(naive, int | float):
         return None
-    cost = grade.get("cost")
-    if not final.get("submitted") or grade.get("feasible") is not True or isinstance(cost, bool) \
-            or not isinstance(cost, int | float):
+    cost = view.grade.get("cost")
+    if not view.submitted or not view.feasible or isinstance(cost, bool) or not isinstance(cost, int | float):
         return False
     return bool(cost < naive)
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from berth_env import PlanError, evaluate, grade
-from rollouts.metrics import checks_of
+from rollouts.record_view import RecordView
 from rollouts.schema import record_problem
 
 FLIP_TOLERANCE = 1e-9
@@ -83,10 +83,9 @@ class RegradeReport:
 
 def regrade_record(record: dict, task: dict) -> Regrade:
     """`record` graded again against `task` (the full task, references included)."""
-    final = record.get("final") if isinstance(record.get("final"), dict) else {}
-    stored = final.get("grade") if isinstance(final.get("grade"), dict) else {}
-    submitted = bool(final.get("submitted"))
-    new_grade = grade(task, final.get("plan")) if submitted else None
+    view = RecordView(record)
+    stored, submitted = view.grade, view.submitted
+    new_grade = grade(task, view.final.get("plan")) if submitted else None
     old_reward = record.get("reward")
     item = Regrade(
         episode_id=str(record.get("episode_id")), model=str(record.get("model")), task_id=str(record.get("task_id")),
@@ -96,7 +95,7 @@ def regrade_record(record: dict, task: dict) -> Regrade:
         new_reward=float(new_grade["reward"]) if new_grade else 0.0,
         old_feasible=stored.get("feasible") if isinstance(stored.get("feasible"), bool) else None,
         new_feasible=new_grade["feasible"] if new_grade else None, grade=new_grade)
-    for number, step in enumerate(checks_of(record), start=1):
+    for number, step in enumerate(view.checks, start=1):
         result = step.get("result")
         if not isinstance(result, dict) or not isinstance(result.get("feasible"), bool):
             continue

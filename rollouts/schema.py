@@ -24,6 +24,7 @@ from typing_extensions import TypedDict
 
 from berth_env import TIERS
 from rollouts.metrics import METRIC_COLUMNS, episode_metrics
+from rollouts.record_view import RecordView
 
 __all__ = [
     "ANNOTATIONS",
@@ -241,12 +242,8 @@ COLUMNS: dict[str, type] = {
 
 def index_row(record: dict, path: str) -> dict[str, Any]:
     """The flat row for `record`, stored at `path` (repo-relative). Never raises on odd values: they become null."""
-    task = _dict(record.get("task"))
-    final = _dict(record.get("final"))
-    grade = _dict(final.get("grade"))
-    usage = _dict(record.get("usage"))
-    steps = record.get("steps") if isinstance(record.get("steps"), list) else []
-    errors = record.get("errors") if isinstance(record.get("errors"), list) else []
+    view = RecordView(record)
+    task, grade, usage = view.task, view.grade, _dict(record.get("usage"))
     model = record.get("model")
     row = {
         "run": record.get("run"),
@@ -257,18 +254,18 @@ def index_row(record: dict, path: str) -> dict[str, Any]:
         "quay": task.get("quay"),
         "num_ships": task.get("ships") if not isinstance(task.get("ships"), list) else len(task["ships"]),
         "reward": record.get("reward", 0.0),
-        "submitted": bool(final.get("submitted")),
+        "submitted": view.submitted,
         "feasible": bool(grade.get("feasible")),
         "cost": grade.get("cost"),
         "optimal_cost": _first(task.get("optimal_cost"), grade.get("optimal_cost")),
         "naive_cost": _first(task.get("naive_cost"), grade.get("naive_cost")),
         "turns": record.get("turns"),
-        "checks": sum(1 for step in steps if isinstance(step, dict) and step.get("tool") == "check_plan"),
+        "checks": len(view.checks),
         "seconds": record.get("seconds"),
         "input_tokens": usage.get("input_tokens"),
         "output_tokens": usage.get("output_tokens"),
         "end_reason": record.get("end_reason"),
-        "errors": len(errors),
+        "errors": len(record["errors"]) if isinstance(record.get("errors"), list) else 0,
         "episode_id": record.get("episode_id"),
         "started": f"{started_at(record):%Y-%m-%dT%H:%M:%SZ}",  # one canonical form for the whole column
         "source": record.get("source"),

@@ -1,6 +1,6 @@
 """Words in the transcripts of the rollouts at hand, for Browse's search box.
 
-The index rows say who played what; the words a model wrote live in the records. `TranscriptIndex` keeps, for
+The index rows say who played what; the words a model wrote live in the records. `TranscriptWords` keeps, for
 every record it was given (the local folder's, and any record opened from the Hub or upstream), the set of words
 of its messages, reasoning and tool calls, as an inverted index: word -> episodes. A search term matches a word
 exactly or as its prefix (terms of 3 characters or more), so "gantr" finds "gantry". Thread-safe; records are
@@ -12,7 +12,7 @@ from __future__ import annotations
 import bisect
 import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 WORD = re.compile(r"[^\W_]{3,32}", re.UNICODE)
@@ -46,7 +46,7 @@ def words_of(text: str) -> set[str]:
     return {w.lower() for w in WORD.findall(text)}
 
 
-class TranscriptIndex:
+class TranscriptWords:
     def __init__(self) -> None:
         self._ids: list[str] = []
         self._number: dict[str, int] = {}
@@ -76,10 +76,6 @@ class TranscriptIndex:
                     self._sorted = False
                 else:
                     posting.add(number)
-
-    def add_many(self, records: Iterable[tuple[str, Mapping[str, Any]]]) -> None:
-        for episode_id, record in records:
-            self.add(episode_id, record)
 
     def matching(self, term: str) -> set[str]:
         """Episodes whose transcript has a word equal to `term`, or starting with it (terms of 3+ characters)."""

@@ -5,7 +5,7 @@ Layout: rollouts.layout (the same in the folder and in the Hub dataset):
     README.md                                 the dataset card (rollouts.card), written when missing
     rollouts/<YYYY-MM-DD>/<episode_id>.json   the record, on one line (see rollouts.card for why)
     index/<YYYY-MM-DD>/<writer_id>.jsonl      one flat row per rollout (rollouts.schema), appended
-    index/<YYYY-MM-DD>/<writer_id>.parquet    the same rows, compacted (rollouts.compact)
+    index/<YYYY-MM-DD>/<writer_id>.parquet    the same rows, compacted (rollouts.index.compaction)
     .push/                                    the push journal and locks (never pushed, never read by datasets)
     .push/running/                            the records of episodes still running (rollouts.journal)
     .set-aside/                               records the schema refused, each with its reason (never pushed)
@@ -36,8 +36,8 @@ from typing import Any
 from filelock import FileLock
 
 from rollouts import card as dataset_card
-from rollouts.compact import rewrite_parquet_rows
-from rollouts.index_files import IndexFiles
+from rollouts.index.compaction import rewrite_parquet_rows
+from rollouts.index.ledger import Ledger
 from rollouts.journal import RunningJournal
 from rollouts.jsonio import append_line, atomic_write, encode_record, json_line, rewrite_lines
 from rollouts.layout import (
@@ -48,7 +48,7 @@ from rollouts.layout import (
     WRITER_ID,
     index_rel,
     inside,
-    is_record_rel,
+    locate_record,
     record_rel,
 )
 from rollouts.schema import (
@@ -97,7 +97,7 @@ class RolloutStore:
         (self.root / PUSH_DIR).mkdir(exist_ok=True)
         self._lock = threading.RLock()  # one save (and one index refresh) at a time in this process
         self._shared = FileLock(self.root / PUSH_DIR / "store.lock")  # card rewrites and repairs, across processes
-        self._index = IndexFiles(self.root)
+        self._index = Ledger(self.root)
         with self._shared:
             self._card_fields = self._sync_card()
             self._repair_torn_rows()
@@ -228,7 +228,7 @@ class RolloutStore:
             seen: set[str] = set()
             for file, wanted in by_file.items():
                 change = _replacer(wanted, only_stale=only_stale, seen=seen)
-                if file.suffix == ".parquet":  # compacted (rollouts.compact): the Parquet file is swapped whole
+                if file.suffix == ".parquet":  # compacted (rollouts.index.compaction): the Parquet file is swapped whole
                     count = rewrite_parquet_rows(self.root, file, change)
                 else:
                     count = rewrite_lines(file, change)
@@ -298,17 +298,8 @@ class RolloutStore:
             if rel is None:
                 self._index.refresh()
                 rel = self._index.path_of(episode_id)
-        if rel is not None and is_record_rel(rel, episode_id):
-            path = inside(self.root, rel)
-            if path is not None and path.is_file():
-                return path
-        # Not indexed (yet): a record whose row was lost, or one another process is saving right now. A file
-        # there that is a link out of the folder is not a record of this store.
-        for found in self.root.glob(f"rollouts/*/{episode_id}.json"):
-            path = inside(self.root, found.relative_to(self.root).as_posix())
-            if path is not None and path.is_file():
-                return path
-        return None
+        # Not indexed (yet): a record whose row was lost, or one another process is saving right now.
+        return locate_record(self.root, episode_id, rel)
 
     # -- pushing ---------------------------------------------------------------------------------------------------
 

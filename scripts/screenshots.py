@@ -65,7 +65,7 @@ def browse_screens(page: Page, url: str, out: Path, size: str) -> list[Path]:
     page.wait_for_timeout(800)
     saved.append(_shot(page, out / f"browse-rollout-{size}.png"))
     page.goto(f"{url}?tab=browse&rollout={SHOWN}&compare={RIVAL}")
-    expect(page.locator("#compare-chart-b .js-plotly-plot")).to_be_visible(timeout=30000)
+    expect(page.locator("#compare-b-chart .js-plotly-plot")).to_be_visible(timeout=30000)
     page.wait_for_timeout(800)
     saved.append(_shot(page, out / f"browse-compare-{size}.png", full=True))
     page.goto(f"{url}?tab=browse&view=board")

@@ -16,9 +16,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from rollouts.index.format import INDEX_SCHEMA
 from rollouts.layout import record_rel
 from rollouts.schema import index_row, model_name
-from rollouts.sources import INDEX_SCHEMA
 from testkit.records import MODELS, make_records
 
 TEMPLATES = 2000

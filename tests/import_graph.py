@@ -253,4 +253,6 @@ def into_tests(imports: Iterable[Import], tests_dir: Path) -> list[Import]:
     """Imports of the tests package, or of a module in tests/ by its bare name (with tests/ put on sys.path)."""
     bare = {p.stem for p in tests_dir.glob("*.py")} | {
         p.name for p in tests_dir.iterdir() if p.is_dir() and not p.name.startswith((".", "__"))}
-    return [imp for imp in imports if imp.target.split(".")[0] in {"tests", *bare}]
+    # tests/ mirrors the project's packages (tests/rollouts/ ...): those names are the packages themselves.
+    project = {p.stem for p in tests_dir.parent.iterdir() if p.suffix == ".py" or (p / "__init__.py").is_file()}
+    return [imp for imp in imports if imp.target.split(".")[0] in {"tests", *(bare - project)}]

@@ -35,7 +35,7 @@ def listed(imports: list[Import]) -> str:
 def test_the_graph_reads_every_layered_module():
     imports = project_imports()
     sources = {i.source for i in imports}
-    for module in ("app", "agent.loop", "viewer.run_section", "rollouts.store", "berth_env.server"):
+    for module in ("app", "agent.loop", "viewer.run.section", "rollouts.store", "berth_env.server"):
         assert module in sources
     # The registry imports every module of agent/providers (pkgutil.iter_modules + import_module): read too.
     registry = {i.target for i in imports if i.source == "agent.providers.registry"}

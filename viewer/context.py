@@ -1,5 +1,6 @@
-"""What the app's tabs share: settings read once from the environment, the store, the running episodes (model and
-hand-played) and the tasks dataset loading in the background."""
+"""What the app's sections share: settings read once from the environment, the store (the write side) and the
+archive (the read side, with the few records the page has open), the running episodes (model and hand-played), the
+tasks dataset loading in the background and the downloads the page offers."""
 
 from __future__ import annotations
 
@@ -16,8 +17,11 @@ from agent.netguard import ServerPolicy
 from agent.runs import NotKept, RunRegistry
 from agent.task_dataset import TaskDataset, dataset_from_env, serve_tasks_dataset
 from agent.tasks import PUBLIC_SERVER, TaskChoice, embedded_catalog, task_for
+from rollouts.archive import Archive
 from rollouts.layout import default_rollout_dir
 from rollouts.store import RolloutStore
+from viewer.downloads import Downloads
+from viewer.records import RecordCache
 
 REMOTE_CHOICES_KEPT = 20_000
 SERVER_CHOICES = [("Embedded (this Space, offline)", "embedded"),
@@ -83,8 +87,11 @@ class AppContext:
     store: RolloutStore
     registry: RunRegistry
     plays: PlayRegistry
+    archive: Archive
+    records: RecordCache
     tasks: TaskDataset | None = None  # loading in the background; agent.task_dataset.tasks_status() says how
     policy: ServerPolicy = field(default_factory=ServerPolicy)  # where runs and task lookups may connect
+    downloads: Downloads = field(default_factory=Downloads)
     # Tasks listed by remote servers this process has read, so their labels survive a filter change.
     _remote: dict[str, TaskChoice] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -104,7 +111,11 @@ class AppContext:
         # (`interrupted`) before the store pushes what waits.
         atexit.register(plays.close)
         tasks = serve_tasks_dataset(settings.tasks_dataset or "", background=True, cache_dir=settings.tasks_cache)
-        return cls(settings, store, registry, plays, tasks, settings.server_policy())
+        archive = Archive.from_settings(store.root, dataset=settings.dataset, public_rollouts=settings.public_rollouts,
+                                        token=settings.hub_token)
+        archive.refresh_local(force=True)
+        archive.start_remote()  # the Hub sources load while the first visitor arrives
+        return cls(settings, store, registry, plays, archive, RecordCache(archive), tasks, settings.server_policy())
 
     def server_url(self, choice: str, custom: str = "") -> str | None:
         """The server a run plays on: None for the embedded one. A URL a visitor typed comes back cleaned (no

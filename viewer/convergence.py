@@ -1,7 +1,7 @@
 """The convergence plot: per model, how close the best plan found so far is to the optimum, check after check.
 
-`convergence_figure(rows)` takes the index rows Browse lists (after its filters: a frame such as the matched rows
-of `BrowseIndex`, or `BrowseIndex.convergence(filters)`'s answer, or a list of row dicts). The rows need the
+`convergence_figure(rows)` takes the index rows Browse lists (after its filters: an Arrow table such as the matched
+rows of `Archive.matching`, or a list of row dicts), or `curves=` (`Archive.convergence(filters)`'s answer). The rows need the
 columns `model`, `check_costs`, `optimal_cost` and `naive_cost` of rollouts.schema.COLUMNS; no record is read.
 Two panels share the check axis:
 
@@ -20,6 +20,7 @@ from html import escape
 
 import pandas as pd
 import plotly.graph_objects as go
+import pyarrow as pa
 from plotly.subplots import make_subplots
 
 from rollouts.convergence import convergence
@@ -30,10 +31,10 @@ PALETTE = ("#636EFA", "#EF553B", "#00CC96", "#AB63FA", "#FFA15A", "#19D3F3", "#F
 HEIGHT_PX = 560
 
 
-def convergence_figure(rows: pd.DataFrame | Iterable[dict] | None = None, *, curves: pd.DataFrame | None = None,
+def convergence_figure(rows: pa.Table | Iterable[dict] | None = None, *, curves: pa.Table | None = None,
                        title: str = "Convergence: best plan so far, check by check") -> go.Figure:
     """The plot for `rows` (module docstring), or for `curves` already computed by rollouts.convergence."""
-    data = curves if curves is not None else convergence(rows if rows is not None else [])
+    data = (curves if curves is not None else convergence(rows if rows is not None else [])).to_pandas()
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08, row_heights=[0.62, 0.38])
     for i, (model, curve) in enumerate(data.groupby("model", sort=False)):
         _draw_model(fig, str(model), curve, PALETTE[i % len(PALETTE)])

@@ -26,6 +26,12 @@ ALL = "all"
 DEFAULT_SPLIT = "eval"  # the benchmark split leads; "train" and "all" are one click away
 SEARCH_HINT = "type to search"
 FIRST_POLL_S, POLL_S = 0.5, 2.0  # a page soon shows what is served now, then follows the loading at ease
+CSS = """
+.task-filters {gap: 6px !important; align-items: center}
+.task-filters .wrap-inner {padding: 0 2px 0 8px !important}
+.task-filters input {margin-left: 0 !important; padding-right: 16px !important; text-overflow: ellipsis; font-size: 0.9rem}
+.random-task {max-width: 44px; min-height: 36px}
+"""
 
 
 @dataclass

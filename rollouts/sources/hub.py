@@ -19,10 +19,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from rollouts.compact import first_per_episode, read_parquet_index
+from rollouts.index.format import concat_tables, first_per_episode, in_precedence, read_jsonl, read_parquet
 from rollouts.layout import is_record_rel, record_rel_for
 from rollouts.schema import RecordError, parse_record
-from rollouts.sources import Loaded, SourceError, concat_tables, read_index_lines
+from rollouts.sources import Loaded, SourceError
 
 log = logging.getLogger(__name__)
 
@@ -174,9 +174,7 @@ class HubSource:
                 files = {p: v for p, v in self._files.items() if p in wanted}
                 files.update({p: (wanted[p], *read) for p, read in zip(fetch, tables, strict=True)})
                 self._files, self.revision = files, sha
-                # JSONL rows first: they win over a compacted copy of the same episode (rollouts.compact).
-                order = sorted(files, key=lambda p: (p.endswith(".parquet"), p))
-                self._table = first_per_episode(concat_tables([files[p][1] for p in order]))
+                self._table = first_per_episode(concat_tables(files[p][1] for p in in_precedence(files)))
                 self._skipped = sum(files[p][2] for p in files)
                 note = None if wanted else "no index files yet"
                 return Loaded(self.name, self.label, table=self._table, note=note, skipped=self._skipped)
@@ -189,10 +187,10 @@ class HubSource:
     def _read(self, path: str, revision: str) -> tuple[pa.Table, int]:
         local = self.hub.download(path, revision)
         if path.endswith(".parquet"):
-            table, skipped = read_parquet_index(local)
+            table, skipped = read_parquet(local)
         else:
             with open(local, "rb") as f:
-                table, skipped = read_index_lines(f.read())
+                table, skipped = read_jsonl(f.read())
         if skipped:  # read once per blob id, so reported once
             log.warning("%s %s: skipped %d index line(s) that are unreadable or do not point at their record",
                         self.hub.repo, path, skipped)

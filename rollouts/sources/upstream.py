@@ -25,9 +25,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
+from rollouts.index.format import ARROW_TYPES, INDEX_SCHEMA
 from rollouts.metrics import METRIC_COLUMNS, episode_metrics
 from rollouts.schema import COLUMNS, coerce_cell, valid_episode_id
-from rollouts.sources import INDEX_SCHEMA, Loaded, SourceError, arrow_type
+from rollouts.sources import Loaded, SourceError
 from rollouts.sources.hub import HubRepo, describe, offline
 
 log = logging.getLogger(__name__)
@@ -152,7 +153,7 @@ def _metric_columns(file: pq.ParquetFile, values: Any) -> dict[str, pa.Array]:
                       "grade": {"feasible": cell["feasible"], "cost": cell["cost"]}},
             "task": {"naive_cost": cell["naive_cost"]},
         }))
-    return {name: pa.array([coerce_cell(m[name], kind) for m in metrics], type=arrow_type(kind))
+    return {name: pa.array([coerce_cell(m[name], kind) for m in metrics], type=ARROW_TYPES[kind])
             for name, kind in METRIC_COLUMNS.items()}
 
 
@@ -267,7 +268,7 @@ class UpstreamSource:
         for name, kind in COLUMNS.items():
             source = name if name in raw.column_names else ("ships" if name == "num_ships" and "ships" in
                                                               raw.column_names else None)
-            target = arrow_type(kind)
+            target = ARROW_TYPES[kind]
             if source is None:
                 columns[name] = pa.nulls(n, target)
                 continue

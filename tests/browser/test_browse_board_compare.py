@@ -54,8 +54,8 @@ def test_compare_highlights_only_the_ships_that_differ(browse, new_page):
     app, record, rival, _ = browse
     page = new_page()
     page.goto(f"{app.url}?tab=browse&rollout={rival['episode_id']}&compare={record['episode_id']}")
-    expect(page.locator("#compare-chart-a .js-plotly-plot")).to_be_visible(timeout=30000)
-    expect(page.locator("#compare-chart-b .js-plotly-plot")).to_be_visible()
+    expect(page.locator("#compare-a-chart .js-plotly-plot")).to_be_visible(timeout=30000)
+    expect(page.locator("#compare-b-chart .js-plotly-plot")).to_be_visible()
     head = page.locator("#compare-head")
     expect(head).to_contain_text("openai:gpt-5.5@medium")
     expect(head).to_contain_text("anthropic:claude-sonnet-5-5@high")
@@ -64,14 +64,14 @@ def test_compare_highlights_only_the_ships_that_differ(browse, new_page):
     differing = int(re.search(r"(\d+) ships placed differently", head.inner_text()).group(1))
     # Every ship placed differently has a row; so has a ship placed alike whose broken rules differ.
     assert rows >= differing > 0
-    for chart in ("#compare-chart-a", "#compare-chart-b"):
+    for chart in ("#compare-a-chart", "#compare-b-chart"):
         orange = page.evaluate(
             """([sel, c]) => [...document.querySelectorAll(sel + ' .shapelayer path')]
                  .filter(p => (p.style.fill || '').replace(/\\s/g, '') === c.replace(/\\s/g, '')).length""",
             [chart, ORANGE])
         assert orange == differing  # only the ships that differ are highlighted
-    expect(page.locator("#compare-chat-a")).to_contain_text("submit_plan")
-    expect(page.locator("#compare-chat-b")).to_contain_text("submit_plan")
+    expect(page.locator("#compare-a-chat")).to_contain_text("submit_plan")
+    expect(page.locator("#compare-b-chat")).to_contain_text("submit_plan")
     page.screenshot(path=str(ARTIFACTS / "browse-compare.png"), full_page=True)
 
 

@@ -49,7 +49,7 @@ def test_a_share_link_lands_on_its_rollout_and_a_bad_one_says_why(browse, new_pa
     expect(detail).to_be_hidden()
     expect(page).not_to_have_url(re.compile("rollout="))
 
-    # A link that names no rollout says so (an unknown id's message is the API's: tests/test_browse_app.py).
+    # A link that names no rollout says so (an unknown id's message is the API's: tests/viewer/test_browse_app.py).
     page.goto(f"{app.url}?tab=browse&rollout=..%2F..%2Fetc%2Fpasswd")
     expect(page.locator("#rollout-message")).to_contain_text("malformed", timeout=30000)
     expect(page.locator("#rollout-detail")).to_be_hidden()

@@ -88,7 +88,7 @@ def test_a_paced_baseline_runs_live_to_a_grade_and_its_link_reattaches(arena, ne
     expect(other.locator("#grade")).to_contain_text("Reward")
     expect(other.locator("#stop")).to_be_disabled()
     other.screenshot(path=str(ARTIFACTS / "run-tab-episode-link.png"), full_page=True)
-    # A link to no episode says so (a malformed id's message: tests/test_app_run.py).
+    # A link to no episode says so (a malformed id's message: tests/viewer/test_run_app.py).
     other.goto(f"{arena.url}?episode=0123456789ab")
     expect(other.locator("#status")).to_contain_text("No episode 0123456789ab is running here or stored",
                                                      timeout=30000)

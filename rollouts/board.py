@@ -1,0 +1,246 @@
+"""The leaderboard, one computation for Browse, the CLI's `board`, a run's board.md and a sweep's end: per model over
+index rows, with the intervals a reader needs to trust a difference; and the task x model heatmap.
+
+- The point figures come from one SQL query over the engine's `rollouts` view (FIGURES: each figure's aggregate).
+- The intervals come from one function, `intervals`: a seeded percentile bootstrap over a model's episodes (rows
+  in the view's order, so the same rows give the same interval wherever the board is drawn), and past
+  BOOTSTRAP_MAX_EPISODES episodes the normal interval (mean ± 1.96 s/√n; the delta method for reward per dollar),
+  from aggregates the query already has, so no row leaves DuckDB for a large model.
+- The Markdown and JSON are rollouts.board_text's.
+
+A new figure that is one aggregate is one row of FIGURES (its column, its SQL, how the Markdown shows it, its JSON
+key); Browse shows it once viewer/browse/views.py's BOARD_COLUMNS names it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rollouts.filters import FRAME_ORDER
+from rollouts.schema import TIERS
+
+if TYPE_CHECKING:  # the engine (and DuckDB) is the caller's: `python -m agent board --help` needs neither
+    from rollouts.index.engine import IndexEngine
+
+BOOTSTRAP_RESAMPLES = 2000
+# Resampling costs resamples x episodes; past this many episodes the bootstrap distribution of a mean is normal to
+# within the digits we print (tests/rollouts/test_board.py checks the two agree).
+BOOTSTRAP_MAX_EPISODES = 1000
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One column of the board that is an aggregate over a model's rows, and how the Markdown and JSON show it."""
+
+    name: str
+    sql: str
+    header: str  # its column in the Markdown table
+    shown: str = "3"  # how the Markdown shows it: a key of rollouts.board_text.SHOWN
+    interval: tuple[str, str] | None = None  # the columns of its 95% interval (INTERVALS), shown beside it
+    json: str | None = None  # its key in `python -m agent board --json`, if there
+    json_interval: bool = False  # whether its interval is there too
+
+
+FIGURES: tuple[Figure, ...] = (
+    Figure("n", "count(*)", "n", "int", json="n"),
+    Figure("mean_reward", "avg(reward)", "mean reward (95% CI)", interval=("ci_low", "ci_high"), json="mean",
+           json_interval=True),
+    *[Figure(f"mean_{t}", f"avg(reward) FILTER (WHERE difficulty = '{t}')", t) for t in TIERS],
+    Figure("feasible_pct", "100.0 * avg(feasible::DOUBLE)", "feasible", "%"),
+    Figure("optimal_pct", "100.0 * avg((feasible AND cost IS NOT NULL AND optimal_cost IS NOT NULL AND "
+                          "cost <= optimal_cost)::DOUBLE)", "optimal", "%"),
+    Figure("no_submit", "count(*) - sum(submitted::INT)", "no submit", "int"),
+    Figure("median_tokens", "quantile_cont(tokens, 0.5)", "median tokens", "0"),
+    Figure("median_seconds", "quantile_cont(seconds, 0.5)", "median s", "1"),
+    Figure("beat_naive_pct", "100.0 * avg(beat_naive::DOUBLE)", "beat naive (95% CI)", "%",
+           ("beat_naive_low", "beat_naive_high"), json="beat_naive_pct"),
+    Figure("feasible_check_pct", "100.0 * count(checks_to_feasible) / count(*)", "feasible check", "%"),
+    Figure("median_checks_to_feasible", "quantile_cont(checks_to_feasible, 0.5)", "median checks to feasible", "1",
+           json="median_checks_to_feasible"),
+    Figure("mean_output_tokens", "avg(output_tokens)", "mean output tokens", "0", json="mean_output_tokens"),
+    Figure("usd_per_episode", "avg(usd)", "$ / episode", "$", json="usd_per_episode"),
+    Figure("reward_per_usd", "sum(reward) FILTER (WHERE usd IS NOT NULL) / nullif(sum(usd), 0)",
+           "reward / $ (95% CI)", "1", ("reward_per_usd_low", "reward_per_usd_high"), json="reward_per_usd"),
+)
+# What `intervals` needs beyond the figures: a spread, the naive-plan counts, the priced episodes' moments.
+_MOMENTS = ("stddev_samp(reward) AS sd, count(beat_naive) AS naive_known, sum(beat_naive::INT) AS naive_hits, "
+            "count(usd) AS priced, sum(usd) AS spent, var_samp(reward) FILTER (WHERE usd IS NOT NULL) AS var_reward, "
+            "var_samp(usd) AS var_usd, covar_samp(reward, usd) AS covar, max(started) AS newest")
+INTERVALS = ("ci_low", "ci_high", "beat_naive_low", "beat_naive_high", "reward_per_usd_low", "reward_per_usd_high")
+COLUMNS = ["model", *(f.name for f in FIGURES), *INTERVALS]
+
+
+def board(engine: IndexEngine, where: str = "true", params: Sequence[Any] = (), *, same_tasks: bool = False,
+          latest: int | None = None) -> list[dict]:
+    """One line per model over the rows matching `where` (COLUMNS; unknown figures are NaN), best mean reward first.
+    `same_tasks`: only the tasks every model played; `latest`: only the newest N rows of each model and task."""
+    head = _matched(where, same_tasks, latest)
+    aggregates = ", ".join(f"{f.sql} AS {f.name}" for f in FIGURES)
+    with engine.lock:
+        answer = engine.sql(f"{head} SELECT model, {aggregates}, {_MOMENTS} FROM m GROUP BY model "
+                            "ORDER BY newest DESC, model", params)
+        names = [d[0] for d in answer.description]
+        lines = [dict(zip(names, row, strict=True)) for row in answer.fetchall()]
+        # The bootstrap's episodes: every row of a small model; the priced rows of a large one with few priced.
+        small = [s["model"] for s in lines if s["n"] <= BOOTSTRAP_MAX_EPISODES]
+        few = [s["model"] for s in lines if s["n"] > BOOTSTRAP_MAX_EPISODES and 1 <= s["priced"] <= BOOTSTRAP_MAX_EPISODES]
+        episodes = engine.sql(f"{head} SELECT model, reward, usd FROM m WHERE list_contains(?, model) OR "
+                              f"(list_contains(?, model) AND usd IS NOT NULL) ORDER BY {FRAME_ORDER}",
+                              [*params, small, few]).fetchall() if small or few else []
+    samples: dict[str, list[tuple[float, float | None]]] = {}
+    for model, reward, usd in episodes:
+        samples.setdefault(model, []).append((reward, usd))
+    out = []
+    for stat in lines:
+        drawn = samples.get(stat["model"])
+        line = {name: _number(stat[name]) for name in COLUMNS if name in stat and name != "model"}
+        out.append({"model": str(stat["model"]), **line, "n": int(stat["n"]), "no_submit": int(stat["no_submit"]),
+                    **intervals(stat, drawn)})
+    return sort_board(out, "mean_reward")
+
+
+def _matched(where: str, same_tasks: bool, latest: int | None) -> str:
+    """A WITH clause naming the board's rows `m`: the filtered rows, on the tasks every model played if asked."""
+    rows = f"SELECT * FROM rollouts WHERE ({where}) AND model IS NOT NULL"
+    if latest is not None:
+        rows += (" QUALIFY row_number() OVER (PARTITION BY model, task_id ORDER BY started DESC NULLS LAST, "
+                 f"episode_id DESC) <= {int(latest)}")
+    if not same_tasks:
+        return f"WITH m AS ({rows})"
+    return (f"WITH f AS ({rows}), m AS (SELECT * FROM f WHERE task_id IN (SELECT task_id FROM f GROUP BY task_id "
+            "HAVING count(DISTINCT model) = (SELECT count(DISTINCT model) FROM f)))")
+
+
+def sort_board(lines: list[dict], by: str, *, descending: bool = True) -> list[dict]:
+    """The board sorted by one of its columns, more episodes first among equals, unknown values last."""
+    if by not in COLUMNS:
+        raise ValueError(f"cannot sort the board by {by!r}: one of {', '.join(COLUMNS)}")
+    if by == "model":
+        return sorted(lines, key=lambda line: line["model"], reverse=descending)
+    known = [line for line in lines if not _missing(line[by])]
+    ordered = sorted(known, key=lambda line: (-line[by] if descending else line[by], -line["n"]))
+    return ordered + [line for line in lines if _missing(line[by])]
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+# -- the intervals ---------------------------------------------------------------------------------------------
+
+
+def intervals(stat: dict, episodes: list[tuple[float, float | None]] | None) -> dict[str, float]:
+    """The board's 95% intervals for one model: its mean reward, its share beating the naive plan, its reward per
+    dollar. `stat` is the model's aggregates (FIGURES and the moments); `episodes` its (reward, usd) rows in the
+    view's order when the model is small enough to resample (or, for a large model with few priced episodes, those)."""
+    n = int(stat["n"])
+    mean, nan = _number(stat["mean_reward"]), float("nan")
+    rewards = np.array([r for r, _ in episodes or []], dtype=float)
+    if n <= BOOTSTRAP_MAX_EPISODES and len(rewards) == n:
+        picks = np.random.default_rng(0).integers(0, n, size=(BOOTSTRAP_RESAMPLES, n)) if n > 1 else None
+        ci = _bootstrap_mean(rewards, picks)
+    else:
+        picks = None
+        half = 1.96 * _number(stat["sd"], 0.0) / math.sqrt(n)
+        ci = (mean - half, mean + half)
+    naive = _proportion_ci(int(_number(stat["naive_hits"], 0)), int(stat["naive_known"]))
+    priced, spent = int(stat["priced"]), _number(stat["spent"], 0.0)
+    per_usd = (nan, nan)
+    if priced > BOOTSTRAP_MAX_EPISODES and spent > 0:
+        ratio = _number(stat["reward_per_usd"])
+        spread = stat["var_reward"] + ratio ** 2 * stat["var_usd"] - 2 * ratio * stat["covar"]
+        half = 1.96 * math.sqrt(max(spread, 0.0)) / (math.sqrt(priced) * spent / priced)
+        per_usd = (ratio - half, ratio + half)
+    elif priced >= 1 and spent > 0 and episodes:
+        costs = np.array([np.nan if u is None else u for _, u in episodes], dtype=float)
+        known = ~np.isnan(costs)
+        rows = np.array([r for r, _ in episodes], dtype=float)
+        per_usd = _ratio_ci(rows[known], costs[known], picks if known.all() else None)
+    return {"ci_low": ci[0], "ci_high": ci[1], "beat_naive_low": 100.0 * naive[0],
+            "beat_naive_high": 100.0 * naive[1], "reward_per_usd_low": per_usd[0], "reward_per_usd_high": per_usd[1]}
+
+
+def _bootstrap_mean(values: np.ndarray, picks: np.ndarray | None) -> tuple[float, float]:
+    if len(values) == 0:
+        return float("nan"), float("nan")
+    if picks is None:
+        return float(values[0]), float(values[0])
+    low, high = np.percentile(values[picks].mean(axis=1), [2.5, 97.5])
+    return float(low), float(high)
+
+
+def _proportion_ci(hits: int, n: int) -> tuple[float, float]:
+    """Resampling n yes/no outcomes gives a binomial count, so the bootstrap draws the count directly: the same
+    distribution, at no cost per episode."""
+    if n == 0:
+        return float("nan"), float("nan")
+    shares = np.random.default_rng(0).binomial(n, hits / n, size=BOOTSTRAP_RESAMPLES) / n
+    low, high = np.percentile(shares, [2.5, 97.5])
+    return float(low), float(high)
+
+
+def _ratio_ci(numerator: np.ndarray, denominator: np.ndarray, picks: np.ndarray | None) -> tuple[float, float]:
+    """sum(numerator) / sum(denominator), bootstrapped over episodes (`picks`: resamples already drawn)."""
+    n = len(numerator)
+    if n == 0 or denominator.sum() <= 0:
+        return float("nan"), float("nan")
+    if n == 1:
+        ratio = float(numerator.sum() / denominator.sum())
+        return ratio, ratio
+    if picks is None:
+        picks = np.random.default_rng(0).integers(0, n, size=(BOOTSTRAP_RESAMPLES, n))
+    spent = denominator[picks].sum(axis=1)
+    ratios = numerator[picks].sum(axis=1)[spent > 0] / spent[spent > 0]
+    low, high = np.percentile(ratios, [2.5, 97.5])
+    return float(low), float(high)
+
+
+def _number(value: Any, default: float = float("nan")) -> float:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return default
+    return float(value)
+
+
+# -- the heatmap ---------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Heatmap:
+    tasks: list[tuple[str, str]]            # (tier, task id), tiers easiest first, then task id
+    models: list[str]                       # most rollouts first
+    mean: list[list[float | None]]          # [task][model]
+    count: list[list[int]]
+    best: list[list[str | None]]            # the episode id a click on the cell opens
+
+
+def heatmap(engine: IndexEngine, where: str = "true", params: Sequence[Any] = ()) -> Heatmap:
+    """Mean reward per task and model; each cell's best rollout is its highest reward, the newest of equals."""
+    head = f"WITH m AS (SELECT * FROM rollouts WHERE ({where}) AND model IS NOT NULL AND task_id IS NOT NULL)"
+    with engine.lock:
+        cells = engine.sql(f"""{head} SELECT task_id, model, avg(reward), count(*),
+            arg_max(episode_id, row(reward, coalesce(started, ''), -grp)) FROM m GROUP BY task_id, model""",
+                           params).fetchall()
+        tiers = dict(engine.sql(f"""{head} SELECT task_id, arg_max(difficulty, row(coalesce(started, ''), -grp))
+            FILTER (WHERE difficulty IS NOT NULL) FROM m GROUP BY task_id""", params).fetchall())
+        models = [r[0] for r in engine.sql(f"{head} SELECT model FROM m GROUP BY model ORDER BY count(*) DESC, "
+                                           "model", params).fetchall()]
+    if not cells:
+        return Heatmap([], [], [], [], [])
+    rank = {tier: i for i, tier in enumerate(TIERS)}
+    tasks = sorted(((str(tier), task) for task, tier in tiers.items()),
+                   key=lambda p: (rank.get(p[0], len(rank)), p[1]))
+    by_cell = {(task, model): (mean, size, best) for task, model, mean, size, best in cells}
+    empty = (None, 0, None)
+    return Heatmap(tasks, models,
+                   [[_cell_mean(by_cell.get((t, m), empty)[0]) for m in models] for _, t in tasks],
+                   [[int(by_cell.get((t, m), empty)[1]) for m in models] for _, t in tasks],
+                   [[by_cell.get((t, m), empty)[2] for m in models] for _, t in tasks])
+
+
+def _cell_mean(value: Any) -> float | None:
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)

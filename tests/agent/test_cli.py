@@ -1,0 +1,130 @@
+"""`python -m agent run`: batch runs through the store, resumable, with a board; Ctrl-C keeps what finished.
+
+Each run is its own process. One is started cold (`subprocess`), to hold the entry point itself; the others fork
+from a warm interpreter (testkit/warm_python.py) that imported the CLI once, which saves about 2.5 s a run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from berth_env import grade, greedy_plan, load_pack
+from testkit.peers import ChatPeer, Text, ToolCall, Turn
+from testkit.tasks import optimal_args
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def agent(warm_python):
+    def run(*args: str, env: dict | None = None, timeout: float = 240) -> subprocess.CompletedProcess:
+        return warm_python.run("agent", *args, env={**os.environ, **(env or {})}, timeout=timeout)
+
+    return run
+
+
+def cold_agent(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "agent", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def records(root: Path) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted(root.glob("rollouts/*/*.json"))]
+
+
+def test_batch_run_writes_the_dataset_layout_resumes_and_writes_a_board(agent, tmp_path):
+    out = tmp_path / "rollouts"
+    first = agent("run", "--model", "baseline:greedy", "--model", "baseline:naive", "--split", "eval",
+                  "--limit", "3", "--out", str(out), "--run", "smoke", "--concurrency", "2")
+    assert first.returncode == 0, first.stderr
+    saved = records(out)
+    assert len(saved) == 6 and {r["run"] for r in saved} == {"smoke"}
+    tasks = [t["task_id"] for t in load_pack().split("eval")[:3]]
+    assert {(r["model"], r["task_id"]) for r in saved} == {(m, t) for m in ("baseline:greedy", "baseline:naive")
+                                                          for t in tasks}
+    for r in saved:
+        if r["model"] == "baseline:greedy":
+            task = load_pack().get(r["task_id"])
+            assert r["reward"] == grade(task, greedy_plan(task))["reward"]
+    index_rows = [json.loads(line) for p in out.glob("index/*/*.jsonl") for line in p.read_text().splitlines()]
+    assert len(index_rows) == 6
+    board = (out / "runs" / "smoke" / "board.md").read_text()
+    assert "| baseline:greedy | 3 |" in board and "| baseline:naive | 3 |" in board
+    assert board in first.stdout
+
+    again = agent("run", "--model", "baseline:greedy", "--model", "baseline:naive", "--split", "eval",
+                  "--limit", "3", "--out", str(out), "--run", "smoke")
+    assert again.returncode == 0 and "6 already in" in again.stderr and "0 to play" in again.stderr
+    assert len(records(out)) == 6
+
+    forced = agent("run", "--model", "baseline:greedy", "--task", tasks[0], "--out", str(out), "--run", "smoke",
+                   "--force")
+    assert forced.returncode == 0 and "1 to play" in forced.stderr
+    assert len(records(out)) == 7
+
+
+def test_episodes_with_errors_are_played_again_on_resume(agent, tmp_path):
+    out = tmp_path / "rollouts"
+    broken = agent("run", "--model", "anthropic:claude-x", "--task", "dock-24B-w06x1-busy-0", "--out", str(out),
+                   env={"ANTHROPIC_API_KEY": ""})
+    assert broken.returncode == 0
+    assert records(out)[0]["end_reason"] == "error" and "needs an API key" in records(out)[0]["errors"][0]
+    retry = agent("run", "--model", "anthropic:claude-x", "--task", "dock-24B-w06x1-busy-0", "--out", str(out),
+                  env={"ANTHROPIC_API_KEY": ""})
+    assert "1 to play" in retry.stderr
+
+
+def test_bad_arguments_fail_with_a_message_not_a_traceback(agent, tmp_path):
+    result = cold_agent("run", "--model", "gpt-5", "--split", "eval", "--out", str(tmp_path))
+    assert result.returncode == 2 and "must start with one of" in result.stderr and "Traceback" not in result.stderr
+    result = agent("run", "--model", "baseline:greedy", "--split", "nope", "--out", str(tmp_path))
+    assert result.returncode == 2 and "has no tasks" in result.stderr
+
+
+def test_a_mistake_is_said_before_the_server_and_openenv_are_imported(tmp_path):
+    """openenv's server package imports Gradio (4 CPU-s): a mistyped flag must not wait for it."""
+    probe = ("import sys; from agent import cli; "
+             f"code = cli.main(['run', '--model', 'gpt-5', '--split', 'eval', '--out', {str(tmp_path)!r}]); "
+             "print(code, sorted(m for m in ('gradio', 'openenv', 'berth_env.server') if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.stdout.split("\n")[0] == "2 []", result.stdout + result.stderr
+    assert "must start with one of" in result.stderr
+
+
+def test_ctrl_c_stops_cleanly_and_keeps_what_finished(warm_python, tmp_path):
+    out = tmp_path / "rollouts"
+
+    def player(request: dict) -> Turn:
+        # Quick on one task, slow on the others (the task shows in the situation).
+        if any(m.get("role") == "tool" for m in request["messages"]):
+            return Turn(ToolCall("submit_plan", optimal_args()))
+        if "week 6 of 2024" in request["messages"][1]["content"] and "APM" in request["messages"][1]["content"]:
+            return Turn(ToolCall("get_situation"))
+        return Turn(Text("thinking slowly " * 400), chunk=8, delay=0.05)
+
+    with ChatPeer(player) as peer:
+        process = warm_python.popen(
+            "agent", "run", "--model", "vllm:m", "--task", "dock-24B-w06x1-busy-0", "--task",
+            "dock-36A-w15x1-busy-0", "--task", "dock-36A-w17x1-busy-0", "--out", str(out), "--concurrency", "3",
+            env={**os.environ, "VLLM_BASE_URL": peer.url + "/v1"})
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and len(records(out)) < 1:
+            time.sleep(0.2)
+        assert len(records(out)) == 1
+        time.sleep(1.0)
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    kept = {r["task_id"]: r for r in records(out)}
+    assert kept["dock-24B-w06x1-busy-0"]["end_reason"] == "submitted"
+    assert kept["dock-24B-w06x1-busy-0"]["reward"] == 1.0
+    assert {r["end_reason"] for t, r in kept.items() if t != "dock-24B-w06x1-busy-0"} <= {"stopped"}
+    assert "Traceback" not in stderr and "| vllm:m |" in stdout

@@ -1,0 +1,130 @@
+"""`python -m agent board`: the leaderboard of a folder, in Markdown and as JSON, worked out by hand.
+
+Model A (anthropic:claude-sonnet-5-5, $2 / $10 per million input / output tokens on 2026-11-25):
+  a1: checks infeasible then feasible (2 checks), submits 280 < naive 500, reward 0.9, 6,000 in / 600 out: $0.018
+  a2: first check feasible, submits 520 > naive 500, reward 0.9, 3,000 in / 100 out: $0.007
+  a3: no check, no submission, reward 0, 6,000 in / 30 out: $0.0123
+  -> mean 0.6, beat naive 1 of 3, median checks to feasible 1.5 (of a1, a2), mean output tokens 730 / 3,
+     $ per episode 0.0373 / 3, reward per $ 1.8 / 0.0373.
+Model B (baseline:greedy, no price): b1 one feasible check, submits 400 (beats naive), reward 0.9; b2 submits an
+  infeasible plan, reward 0.1 -> mean 0.5, beat naive 50%, median checks 1, mean output tokens 0, no dollars.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agent.cli import main
+from rollouts import cli as rollouts_cli
+from rollouts.store import RolloutStore
+from tests.hand_records import age, feasible, hand_record, infeasible
+
+ROOT = Path(__file__).resolve().parents[2]
+A, B = "anthropic:claude-sonnet-5-5", "baseline:greedy"
+# The keys of `--json`, in order: what scripts read (README "The leaderboard").
+JSON_KEYS = ["model", "n", "mean", "ci_low", "ci_high", "beat_naive_pct", "median_checks_to_feasible",
+             "mean_output_tokens", "usd_per_episode", "reward_per_usd"]
+
+
+def board_records() -> list[dict]:
+    zero = {"input_tokens": 0, "output_tokens": 0}
+    return [
+        hand_record("a1", model=A, checks=[(1, infeasible()), (2, feasible(300))], submit=(3, True, 280),
+                    per_turn=[100, 200, 300], run="r1"),
+        hand_record("a2", model=A, checks=[(1, feasible(450))], submit=(2, True, 520), per_turn=[50, 50], run="r1"),
+        hand_record("a3", model=A, per_turn=[10, 10, 10], run="r2"),
+        hand_record("b1", model=B, checks=[(1, feasible(600))], submit=(2, True, 400), usage=zero, run="r1"),
+        hand_record("b2", model=B, submit=(2, False, None), usage=zero, run="r1"),
+    ]
+
+
+@pytest.fixture
+def folder(tmp_path):
+    with RolloutStore(tmp_path, writer_id="w1") as store:
+        for record in board_records():
+            store.save(record)
+    return tmp_path
+
+
+def board_json(root: Path, *args: str, capsys) -> list[dict]:
+    assert main(["board", "--dir", str(root), "--json", *args]) == 0
+    return [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+
+
+def expected() -> dict[str, dict]:
+    return {
+        A: {"model": A, "n": 3, "mean": 0.6, "beat_naive_pct": 100 / 3, "median_checks_to_feasible": 1.5,
+            "mean_output_tokens": 730 / 3, "usd_per_episode": 0.0373 / 3, "reward_per_usd": 1.8 / 0.0373},
+        B: {"model": B, "n": 2, "mean": 0.5, "beat_naive_pct": 50.0, "median_checks_to_feasible": 1.0,
+            "mean_output_tokens": 0.0, "usd_per_episode": None, "reward_per_usd": None},
+    }
+
+
+def check_figures(items: list[dict]) -> None:
+    for item in items:
+        assert list(item) == list(JSON_KEYS)
+        want = expected()[item["model"]]
+        for key, value in want.items():
+            assert item[key] == (pytest.approx(value, rel=1e-9) if isinstance(value, float) else value), key
+        assert item["ci_low"] <= item["mean"] <= item["ci_high"]
+
+
+def test_board_json_gives_the_hand_worked_figures(folder, capsys):
+    items = board_json(folder, capsys=capsys)
+    assert [item["model"] for item in items] == [A, B]  # best mean reward first
+    check_figures(items)
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_the_board_reads_and_writes_nothing_rows_of_an_older_version_are_filled_by_fill_index(folder, capsys):
+    age(folder)
+    before = snapshot(folder)
+    stale = {item["model"]: item for item in board_json(folder, capsys=capsys)}
+    assert snapshot(folder) == before  # a command that reads leaves the folder byte for byte as it was
+    assert stale[A]["mean"] == pytest.approx(0.6) and stale[A]["beat_naive_pct"] is None  # not filled in: unknown
+    assert rollouts_cli.main(["fill-index", "--dir", str(folder)]) == 0
+    assert "filled in the index columns of 5 row(s)" in capsys.readouterr().out
+    check_figures(board_json(folder, capsys=capsys))
+
+
+def test_the_board_sorts_by_any_column_with_unknowns_last(folder, capsys):
+    by_beating = board_json(folder, "--sort", "beat_naive_pct", capsys=capsys)
+    assert [item["model"] for item in by_beating] == [B, A]
+    cheapest = board_json(folder, "--sort", "usd_per_episode", "--ascending", capsys=capsys)
+    assert [item["model"] for item in cheapest] == [A, B]
+    dearest = board_json(folder, "--sort", "usd_per_episode", capsys=capsys)
+    assert [item["model"] for item in dearest] == [A, B]  # no price is last either way
+
+
+def test_board_markdown_shows_the_same_columns_and_the_price_table(folder, capsys):
+    assert main(["board", "--dir", str(folder)]) == 0
+    out = capsys.readouterr().out
+    header = out.splitlines()[0]
+    for title in ("mean reward (95% CI)", "beat naive (95% CI)", "median checks to feasible", "mean output tokens",
+                  "$ / episode", "reward / $ (95% CI)"):
+        assert title in header
+    line_a = next(line for line in out.splitlines() if line.startswith(f"| {A} |"))
+    assert "| 33% (" in line_a and "| 1.5 |" in line_a and "| 243 |" in line_a and "| $0.0124 |" in line_a
+    assert f"| {1.8 / 0.0373:.1f} (" in line_a
+    line_b = next(line for line in out.splitlines() if line.startswith(f"| {B} |"))
+    assert "| - | - (-" in line_b  # no dollars, no reward per dollar
+    assert "genai-prices 0." in out.splitlines()[-1] and "uncached input rate" in out
+
+
+def test_board_of_one_run_and_of_nothing(folder, tmp_path, capsys):
+    items = board_json(folder, "--run", "r2", capsys=capsys)
+    assert [(item["model"], item["n"]) for item in items] == [(A, 1)]
+    assert main(["board", "--dir", str(tmp_path / "missing")]) == 2
+    assert "no rollouts in" in capsys.readouterr().err
+
+
+def test_the_board_command_runs_as_a_program(folder, warm_python):
+    done = warm_python.run("agent", "board", "--dir", str(folder), "--json", timeout=120)
+    assert done.returncode == 0, done.stderr
+    check_figures([json.loads(line) for line in done.stdout.splitlines()])

@@ -1,0 +1,192 @@
+"""Playing by hand: agent.hand_play against the embedded server over a real WebSocket, the records it saves through
+the real store, the plan table, and the `/play_*` API through gradio_client against the launched app (Browse and the
+leaderboard then show the hand-played rollout as `human`)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from gradio_client import Client
+
+from agent.hand_play import PlayError, PlayRegistry, human_model
+from berth_env import load_pack
+from berth_env.baselines import published_plan
+from rollouts.schema import validate_record
+from rollouts.store import RolloutStore
+from tests.agent_helpers import TASK_ID
+from tests.board_helpers import board_of
+from viewer.play.plan_table import TableError, json_rows, plan_rows, rows_plan
+from viewer.replay import record_events
+
+
+@pytest.fixture
+def store(tmp_path):
+    with RolloutStore(tmp_path / "rollouts") as store:
+        yield store
+
+
+@pytest.fixture
+def plays(store, env_url):
+    registry = PlayRegistry(store.save, env_url=env_url, max_open=3, max_per_owner=2)
+    yield registry
+    registry.close()
+
+
+def reference(kind: str, task_id: str = TASK_ID) -> list[dict]:
+    return load_pack().get(task_id)["reference"][kind]
+
+
+def test_a_check_then_the_optimum_earns_1_and_is_saved_as_a_human_rollout(plays, store):
+    episode = plays.start(TASK_ID, owner="page-a")
+    assert episode.checks_left == episode.max_checks == 10
+    checked = plays.check(episode.episode_id, "page-a", published_plan(load_pack().get(TASK_ID)))
+    assert checked["feasible"] is False and checked["violations"] and checked["checks_left"] == 9
+    assert store.load(episode.episode_id) is None  # nothing saved while it is open
+    submitted = plays.submit(episode.episode_id, "page-a", reference("optimal_plan"))
+    assert submitted == {"submitted": True, "feasible": True, "reward": 1.0, "cost": 87, "delay_cost": 72, "moves": 3}
+
+    record = validate_record(store.load(episode.episode_id))
+    assert record["model"] == "human" and record["source"] == "space" and record["env_url"] == env_url_of(plays)
+    assert record["reward"] == 1.0 and record["end_reason"] == "submitted" and record["turns"] == 2
+    assert record["usage"] == {"input_tokens": 0, "output_tokens": 0} and record["errors"] == []
+    assert record["task"]["optimal_cost"] == 87 and record["task"]["split"] == "eval"
+    assert [s["tool"] for s in record["steps"]] == ["check_plan", "submit_plan"]
+    assert record["steps"][1]["plan"] == reference("optimal_plan") and record["final"]["grade"]["cost"] == 87
+    roles = [m["role"] for m in record["messages"]]
+    assert roles == ["system", "user", "assistant", "tool", "assistant", "tool"]
+    assert "check_plan" in record["messages"][0]["content"]  # the rules the model would read
+    # Browse's transcript shows each check and the submit as tool calls with their answers.
+    events = record_events(record)
+    assert [e["name"] for e in events if e["type"] == "tool_call"] == ["check_plan", "submit_plan"]
+    results = [e for e in events if e["type"] == "tool_result"]
+    assert results[-1]["done"] is True and results[-1]["reward"] == 1.0
+    # The index and the leaderboard rank it as its own row.
+    [row] = store.rows()
+    assert row["model"] == "human" and row["reward"] == 1.0 and row["checks"] == 1 and row["turns"] == 2
+    [line] = board_of(store.rows())
+    assert line["model"] == "human" and line["mean_reward"] == 1.0
+
+    with pytest.raises(PlayError, match="is over"):
+        plays.check(episode.episode_id, "page-a", reference("optimal_plan"))
+
+
+def env_url_of(plays: PlayRegistry) -> str:
+    return plays.env_url
+
+
+def test_only_the_owner_plays_an_episode_and_the_caps_hold(plays):
+    mine = plays.start(TASK_ID, owner="page-a")
+    with pytest.raises(PlayError, match="another session"):
+        plays.check(mine.episode_id, "page-b", reference("naive_plan"))
+    with pytest.raises(PlayError, match="another session"):
+        plays.submit(mine.episode_id, "page-b", reference("optimal_plan"))
+    plays.start(TASK_ID, owner="page-a")
+    with pytest.raises(PlayError, match="limit is 2"):
+        plays.start(TASK_ID, owner="page-a")
+    plays.start(TASK_ID, owner="page-b")
+    with pytest.raises(PlayError, match="full"):
+        plays.start(TASK_ID, owner="page-c")
+    with pytest.raises(PlayError, match="not served"):
+        PlayRegistry(lambda r: None, env_url=plays.env_url).start("dock-99Z-w01x1-none-0", owner="x")
+    with pytest.raises(PlayError, match="malformed"):
+        plays.start("../etc/passwd", owner="page-d")
+    with pytest.raises(PlayError, match="No open episode"):
+        plays.check("0123456789ab", "page-a", [])
+    assert plays.open_count() == 3 and plays.open_count("page-a") == 2
+
+
+def test_an_abandoned_episode_is_saved_once_played_and_dropped_if_not(store, env_url):
+    plays = PlayRegistry(store.save, env_url=env_url, idle_s=0.5)
+    try:
+        played = plays.start(TASK_ID, owner="page-a")
+        plays.check(played.episode_id, "page-a", reference("naive_plan"))
+        untouched = plays.start(TASK_ID, owner="page-b")
+        deadline = time.monotonic() + 10
+        while plays.open_count() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert plays.open_count() == 0  # the reaper closed both
+        record = store.load(played.episode_id)
+        assert record["end_reason"] == "interrupted" and record["turns"] == 1 and record["reward"] == 0.0
+        assert record["final"]["submitted"] is False
+        assert store.load(untouched.episode_id) is None  # looking is not a rollout
+        with pytest.raises(PlayError, match="is over"):
+            plays.check(played.episode_id, "page-a", [])
+
+        moved_on = plays.start(TASK_ID, owner="page-c")
+        plays.check(moved_on.episode_id, "page-c", reference("naive_plan"))
+        assert [e.episode_id for e in plays.abandon("page-c")] == [moved_on.episode_id]
+        assert store.load(moved_on.episode_id)["end_reason"] == "stopped"
+    finally:
+        plays.close()
+
+
+def test_a_plan_the_tools_refuse_costs_no_check_and_the_episode_goes_on(plays):
+    episode = plays.start(TASK_ID, owner="page-a")
+    refused = plays.check(episode.episode_id, "page-a", [{"ship": "zero", "berth_hour": 1, "section": 2}])
+    assert "error" in refused
+    assert plays.check(episode.episode_id, "page-a", reference("naive_plan"))["checks_left"] == 9
+    answer = plays.submit(episode.episode_id, "page-a", [{"ship": 0}])
+    assert "error" in answer and not episode.done
+    assert plays.submit(episode.episode_id, "page-a", reference("naive_plan"))["reward"] < 1.0 and episode.done
+
+
+def test_human_model_names():
+    assert human_model() == "human" and human_model("") == "human"
+    assert human_model("alice-b") == "human:alice-b"
+    assert human_model("ev<il>/x y") == "human:evilxy"
+
+
+# -- the plan table ------------------------------------------------------------------------------------------------
+
+def test_the_table_round_trips_a_plan_and_names_the_cell_to_fix():
+    task = load_pack().get(TASK_ID)
+    rows = plan_rows(task, reference("optimal_plan"))
+    assert len(rows) == len(task["ships"]) and rows[3][0] == f"3 · {task['ships'][3]['name']}"
+    assert rows_plan(task, rows) == reference("optimal_plan")
+    assert rows_plan(task, {"headers": [], "data": rows}) == reference("optimal_plan")
+    typed = [list(r) for r in rows]
+    typed[2][2] = "12.0"  # a browser may hand numbers over as text
+    typed[1][3] = None  # an empty cranes cell: the standard count
+    plan = rows_plan(task, typed)
+    assert plan[2]["berth_hour"] == 12 and "cranes" not in plan[1]
+    typed[4][2] = "soon"
+    with pytest.raises(TableError, match=r"row 5 \(ship 4 .*\): berth hour must be a whole number, not 'soon'"):
+        rows_plan(task, typed)
+    typed[4][2], typed[6][1] = 10, 2.5
+    with pytest.raises(TableError, match=r"row 7.*section must be a whole number"):
+        rows_plan(task, typed)
+    with pytest.raises(TableError, match="empty"):
+        rows_plan(task, [])
+    assert json_rows(task, '```json\n{"plan": ' + str(reference("optimal_plan")).replace("'", '"') + "}\n```") == rows
+    with pytest.raises(TableError, match=r"not valid JSON|cannot"):
+        json_rows(task, "[{")
+
+
+# -- the API -------------------------------------------------------------------------------------------------------
+
+def test_the_play_api_plays_to_a_saved_human_rollout_shown_in_browse(arena):
+    client = Client(arena.url, verbose=False)
+    started = client.predict(TASK_ID, api_name="/play_start")
+    episode_id = started["episode_id"]
+    assert started["plan"] == published_plan(load_pack().get(TASK_ID)) and started["checks_left"] == 10
+    checked = client.predict(episode_id, started["plan"], api_name="/play_check")
+    assert checked["feasible"] is False and checked["checks_left"] == 9
+    assert any(v["ship"] == 5 for v in checked["violations"])
+
+    stranger = Client(arena.url, verbose=False)
+    with pytest.raises(Exception, match="another session"):
+        stranger.predict(episode_id, reference("optimal_plan"), api_name="/play_submit")
+
+    submitted = client.predict(episode_id, reference("optimal_plan"), api_name="/play_submit")
+    assert submitted["reward"] == 1.0 and submitted["feasible"] is True
+    record = arena.ctx.store.load(episode_id)
+    assert record["model"] == "human" and record["reward"] == 1.0 and record["end_reason"] == "submitted"
+    with pytest.raises(Exception, match="is over"):
+        client.predict(episode_id, reference("optimal_plan"), api_name="/play_check")
+
+    rows = client.predict(api_name="/browse_rollouts", model="human", refresh=True, page_size=500)["rows"]
+    assert episode_id in [r["episode_id"] for r in rows]
+    board = client.predict(api_name="/browse_leaderboard", model="human")
+    assert [b["model"] for b in board] == ["human"]
+    assert client.predict(episode_id, api_name="/browse_record")["model"] == "human"

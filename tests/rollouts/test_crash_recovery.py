@@ -1,0 +1,88 @@
+"""A started episode always leaves a record: episodes killed with `kill -9` come back as `interrupted` records on
+the next start, with what had streamed; an episode a live process is still playing is left alone."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+
+from rollouts.archive import Archive
+from rollouts.journal import RUNNING_DIR, RunningJournal
+from rollouts.store import RolloutStore
+from testkit.records import make_record
+
+
+def _entries(root: Path) -> dict[str, dict]:
+    found = {}
+    for path in (root / RUNNING_DIR).glob("*.json"):
+        try:
+            found[path.stem] = json.loads(path.read_bytes())["record"]
+        except (OSError, ValueError, KeyError):
+            continue  # being replaced right now
+    return found
+
+
+def test_episodes_killed_mid_run_become_interrupted_records_on_the_next_start(tmp_path, warm_python):
+    root = tmp_path / "rollouts"
+    child = warm_python.popen("testkit.playing_child", str(root), "3", "30")
+    try:
+        deadline = time.monotonic() + 60
+        # Wait until each episode has streamed its opening (the system prompt and the situation).
+        while time.monotonic() < deadline:
+            entries = _entries(root)
+            if len(entries) == 3 and all(len(r["messages"]) >= 2 for r in entries.values()):
+                break
+            assert child.poll() is None, child.output("stderr")
+            time.sleep(0.2)
+        else:
+            raise AssertionError(f"the episodes never streamed their opening: {child.output('stderr')}")
+        child.send_signal(signal.SIGKILL)
+        child.wait(10)
+    finally:
+        if child.poll() is None:
+            child.send_signal(signal.SIGKILL)
+    streamed = _entries(root)
+    assert not any(root.glob("rollouts/*/*.json")), "nothing was saved before the kill"
+
+    with RolloutStore(root) as store:
+        for episode_id, before in streamed.items():
+            record = store.load(episode_id)
+            assert record is not None, f"episode {episode_id} left no record"
+            assert record["end_reason"] == "interrupted"
+            assert record["messages"] == before["messages"]
+            assert any("while this episode was running" in e for e in record["errors"])
+        assert not list((root / RUNNING_DIR).glob("*.json")), "the journal entries are closed"
+    rows = Archive.of_folder(root).engine.fetch().to_pylist()
+    assert {r["episode_id"] for r in rows} == set(streamed)
+    assert {r["end_reason"] for r in rows} == {"interrupted"}
+    with RolloutStore(root) as again:  # a second start finds nothing left to close, and saves nothing twice
+        assert len(again.rows()) == 3
+
+
+def test_an_episode_a_live_process_is_playing_is_left_alone(tmp_path):
+    root = tmp_path / "rollouts"
+    playing = RolloutStore(root, writer_id="playing")
+    running = make_record(episode_id="stillrunning1", end_reason=None)
+    playing.running.write(running)
+    try:
+        with RolloutStore(root, writer_id="other") as other:  # another writer (own lock) opens the folder meanwhile
+            assert other.load("stillrunning1") is None
+            assert other.running.running() == ["stillrunning1"]
+        playing.running.end("stillrunning1")
+        assert RunningJournal(root, "someone").running() == []
+    finally:
+        playing.close()
+
+
+def test_an_episode_saved_just_before_the_crash_is_not_saved_twice(tmp_path):
+    root = tmp_path / "rollouts"
+    dead = RolloutStore(root, writer_id="dead")
+    record = make_record(episode_id="savedthenkilled")
+    dead.running.write(record)
+    dead.save(record)
+    dead.running.close()  # as the kernel does when the process dies, before the entry was removed
+    with RolloutStore(root, writer_id="next") as store:
+        assert store.load("savedthenkilled")["end_reason"] == record["end_reason"]
+        assert store.running.running() == []

@@ -1,0 +1,148 @@
+"""The Run tab's doors on the launched app, tried as a stranger would: a visitor's server on the Space's own network,
+hostile model specs and task ids, someone else's stop, and a private handler called by its index over raw HTTP.
+Each attempt is refused with a short message and leaves no rollout."""
+
+from __future__ import annotations
+
+import functools
+import json
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from gradio_client import Client
+
+from testkit.listeners import Listener, loopback_listener
+from testkit.peers import ChatPeer
+from testkit.tasks import TASK_ID, slow_then_optimal
+
+
+@pytest.fixture
+def listener() -> Iterator[Listener]:
+    with loopback_listener() as server:
+        yield server
+
+
+@pytest.fixture
+def slow_model(monkeypatch):
+    with ChatPeer(functools.partial(slow_then_optimal, words=40)) as peer:
+        monkeypatch.setenv("VLLM_BASE_URL", peer.url + "/v1")
+        yield peer
+
+
+def wait_for(predicate, timeout: float = 30.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError("timed out")
+
+
+def refusal(client: Client, *args) -> str:
+    """The error text of a `/run` call that must be refused before it starts."""
+    with pytest.raises(Exception) as refused:  # gradio_client raises AppError with the handler's message
+        client.predict(*args, api_name="/run")
+    return str(refused.value)
+
+
+def test_a_visitors_server_on_the_spaces_network_gets_nothing_and_leaves_no_rollout(arena, listener):
+    client = Client(arena.url, verbose=False)
+    before = len(arena.ctx.store.rows())
+    for server in [f"http://127.0.0.1:{listener.port}", f"http://localhost:{listener.port}",
+                   f"ws://user:pass@localhost:{listener.port}/", "http://10.0.0.1", "http://169.254.169.254"]:
+        message = refusal(client, "baseline:greedy", TASK_ID, 12, 24000, server)
+        assert "This server is not allowed." in message and str(listener.port) not in message
+    assert listener.accepted == 0
+    assert len(arena.ctx.store.rows()) == before
+
+
+@pytest.mark.parametrize("model, task_id, expected", [
+    ("baseline:" + "A" * 1_000_000, TASK_ID, "longer than 200 characters"),
+    ("baseline:greedy\x1b[31m", TASK_ID, "may use only letters"),
+    ("baseline:greedy", "dock\x00-24B", "must be 1-128 letters"),
+    ("baseline:greedy", "../../etc/passwd", "must be 1-128 letters"),
+    ("baseline:greedy", "\u202edock-24B", "must be 1-128 letters"),
+    ("baseline:greedy", "x" * 100_000, "must be 1-128 letters"),
+    ("baseline:greedy", "dock-99X-w01x1-busy-0", "not one this server offers"),
+])
+def test_hostile_specs_and_task_ids_are_refused_briefly_and_leave_no_rollout(arena, model, task_id, expected):
+    client = Client(arena.url, verbose=False)
+    before = len(arena.ctx.store.rows())
+    message = refusal(client, model, task_id, 12, 24000, "embedded")
+    assert expected in message and len(message) < 400
+    assert "\x00" not in message and "\x1b" not in message and "\u202e" not in message
+    assert len(arena.ctx.store.rows()) == before and not list(arena.root.rglob("*.json"))
+
+
+def test_the_watch_id_alone_cannot_stop_a_run_but_its_token_can(arena, slow_model):
+    starter, stranger = Client(arena.url, verbose=False), Client(arena.url, verbose=False)
+    job = starter.submit("vllm:slow", TASK_ID, 12, 24000, "embedded", api_name="/run")
+    first = wait_for(lambda: job.outputs() and job.outputs()[0])
+    episode_id, token = first["episode_id"], first["stop_token"]
+    assert stranger.predict(episode_id, "", api_name="/stop") is False
+    assert stranger.predict(episode_id, "0" * len(token), api_name="/stop") is False
+    assert not arena.ctx.registry.get(episode_id).finished  # still running for its starter
+    assert stranger.predict(episode_id, token, api_name="/stop") is True  # the token is the right to stop
+    assert list(job)[-1]["end_reason"] == "stopped"
+
+
+def _fn_index(demo, handler) -> int:
+    return next(fn._id for fn in demo.fns.values() if getattr(fn.fn, "__wrapped__", None) is handler)
+
+
+def _raw_call(url: str, fn_index: int, data: list, session: str) -> str:
+    """Call a handler by its index the way a script can without the page: queue/join, then read the event stream
+    to its end; returns everything the app sent."""
+    with httpx.Client(base_url=url, timeout=60) as http:
+        joined = http.post("gradio_api/queue/join", json={"data": data, "fn_index": fn_index,
+                                                            "session_hash": session, "trigger_id": None})
+        assert joined.status_code == 200, joined.text[:300]
+        seen = []
+        with http.stream("GET", "gradio_api/queue/data", params={"session_hash": session}) as stream:
+            for line in stream.iter_lines():
+                if line.startswith("data:"):
+                    seen.append(line[5:])
+                    if json.loads(line[5:]).get("msg") == "process_completed":
+                        break
+        return "\n".join(seen)
+
+
+def test_the_private_run_handler_called_by_index_enforces_the_same_limits(arena, listener):
+    from viewer.run.section import start_run
+
+    index = _fn_index(arena.demo, start_run)
+    before = len(arena.ctx.store.rows())
+    keys = ["", "", "", ""]
+    answer = _raw_call(arena.url, index, ["baseline:greedy", TASK_ID, 12, 24000, "custom",
+                                          f"http://localhost:{listener.port}", *keys], "raw-door-1")
+    assert "This server is not allowed" in answer
+    answer = _raw_call(arena.url, index, ["baseline:" + "B" * 1_000_000, TASK_ID, 12, 24000, "embedded", "",
+                                          *keys], "raw-door-2")
+    assert "longer than 200 characters" in answer and len(answer) < 20_000
+    answer = _raw_call(arena.url, index, ["baseline:greedy", "../../latest/meta-data", 12, 24000, "embedded", "",
+                                          *keys], "raw-door-3")
+    assert "must be 1-128 letters" in answer
+    assert listener.accepted == 0 and len(arena.ctx.store.rows()) == before
+
+
+def test_a_server_that_cannot_be_reached_leaves_no_rollout(tmp_path):
+    from agent.netguard import ServerPolicy
+    from agent.runs import RunRegistry
+    from rollouts.store import RolloutStore
+    from testkit.servers import free_port
+    from viewer.context import saved_if_played
+
+    store = RolloutStore(tmp_path / "rollouts")
+    try:
+        registry = RunRegistry(saved_if_played(store.save))
+        run = registry.start("baseline:greedy", TASK_ID, owner="visitor", env_url=f"http://localhost:{free_port()}",
+                             server_policy=ServerPolicy.build([], "localhost"))  # allowed, but nothing listens
+        wait_for(lambda: run.finished, timeout=60)
+        assert [e["type"] for e in run.events] == ["error", "episode_finished"]
+        assert "no rollout was kept" in run.save_error
+        assert store.rows() == [] and not list(store.root.rglob("*.json"))
+    finally:
+        store.close()

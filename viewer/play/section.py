@@ -1,0 +1,320 @@
+"""The Play section: a person plays a task by hand, through the same tools and server a model uses.
+
+Layout: the picker, Check and Submit, the verdict of the last check and the plan table on the left (one row per
+ship, filled with the published plan); the task's brief, its situation (as the model reads it) and the berth chart
+on the right, then the grade beside the optimum once submitted. Editing the table moves the ships on the chart at
+once, without their verdicts: rule breaks are drawn only for a plan sent to `check_plan` (the 10-check budget is
+the point, as it is for a model). The episode opens on the first Check or Submit (agent.hand_play) and its rollout,
+model `human` (or `human:<Hub username>`), is saved like any other.
+
+Handlers are top-level functions taking the section first (wired with `viewer.wiring.bind`); they return dicts
+keyed by component.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, replace
+from typing import Any
+
+import gradio as gr
+
+from agent.hand_play import HandEpisode, PlayError, human_model
+from berth_env.baselines import published_plan
+from berth_env.texts import situation_text
+from rollouts.record_view import RecordView
+from viewer.chart import berth_chart, optimum_chart, preview_chart, read_plan
+from viewer.context import AppContext
+from viewer.markdown import escape_cell, escape_md, fmt_num
+from viewer.play.plan_table import DATATYPES, HEADERS, TableError, json_rows, plan_rows, rows_plan
+from viewer.summary import grade_panel
+from viewer.task_picker import TaskPicker, build_task_picker, wire_task_picker
+from viewer.task_view import task_brief
+from viewer.wiring import base_url, bind, unchanged
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TASK = "dock-24B-w06x1-standard-0"
+HOW_TO = ("Edit the table (berth hour, first section, cranes; an empty cranes cell means the ship's standard "
+          "count): the chart follows. **Check** tells you what breaks and what it costs; **Submit** is graded "
+          "once against the proven optimum (reward 1.0).")
+VIOLATIONS_SHOWN = 6
+CSS = """
+#play-buttons button {min-height: 42px; white-space: nowrap}
+#play-view, #play-form {min-width: 0 !important; max-width: 100%}
+@media (max-width: 768px) {
+  /* min-width: 0 above keeps wide charts from overflowing, but also stops Gradio's columns from wrapping */
+  #play-row {flex-direction: column}
+}
+@media (max-width: 640px) {
+  #play-table th, #play-table td {font-size: 12px}
+}
+"""
+
+
+@dataclass
+class PlaySection:
+    ctx: AppContext
+    picker: TaskPicker
+    task: gr.Dropdown  # the picker's task dropdown
+    check_button: gr.Button
+    submit_button: gr.Button
+    restart_button: gr.Button
+    verdict: gr.Markdown  # the last check's or the submit's answer, or what to fix
+    table: gr.Dataframe
+    plan_json: gr.Textbox
+    load_json: gr.Button
+    brief: gr.Markdown
+    situation: gr.Markdown
+    chart: gr.Plot
+    grade: gr.Markdown
+    optimal: gr.Plot
+    episode: gr.State  # {"id", "task_id"} of this page's open episode, or None
+    checked: gr.State  # the plan of the last check (the chart marks ships changed since), or None
+
+    @property
+    def task_outputs(self) -> list[Any]:
+        """Everything showing another task (or starting over) changes."""
+        return [self.brief, self.situation, self.table, self.chart, self.verdict, self.grade, self.optimal,
+                self.check_button, self.submit_button, self.episode, self.checked]
+
+
+# -- building --------------------------------------------------------------------------------------------------
+
+def build_play_section(ctx: AppContext) -> PlaySection:
+    with gr.Row(equal_height=False, elem_id="play-row"):
+        with gr.Column(scale=4, min_width=300, elem_id="play-form"):
+            picker = build_task_picker(ctx, default=DEFAULT_TASK, prefix="play-", task_elem_id="play-task")
+            task = ctx.task_for(picker.task.value or "", None)
+            with gr.Row(elem_id="play-buttons"):
+                check_button = gr.Button(_check_label(10), variant="primary", min_width=100, elem_id="play-check")
+                submit_button = gr.Button("Submit", variant="secondary", min_width=100, elem_id="play-submit")
+            verdict = gr.Markdown(HOW_TO, elem_id="play-verdict")
+            restart_button = gr.Button("↺ Start over from the published plan", size="sm", elem_id="play-restart")
+            table = gr.Dataframe(_rows(task), headers=HEADERS, datatype=DATATYPES, type="array", interactive=True,
+                                 static_columns=[0], max_height=440, label="Your plan", show_label=True,
+                                 elem_id="play-table", column_widths=["30%", "22%", "28%", "20%"])
+            with gr.Accordion("Plan as JSON (paste one in)", open=False, elem_id="play-json-box"):
+                plan_json = gr.Textbox(lines=4, max_lines=12, show_label=False, elem_id="play-json",
+                                       placeholder='[{"ship": 0, "berth_hour": 0, "section": 4, "cranes": 1}, …]')
+                load_json = gr.Button("Put it in the table", size="sm", elem_id="play-load-json")
+            if ctx.settings.space_id:  # off a Space a LoginButton cannot work (gradio-and-hub notes)
+                gr.LoginButton("Sign in with Hugging Face to play under your name")
+        with gr.Column(scale=7, min_width=300, elem_id="play-view"):
+            brief = gr.Markdown(_brief(task, picker.task.value), elem_id="play-brief")
+            chart = gr.Plot(preview_chart(task) if task else None, show_label=False, elem_id="play-chart",
+                            elem_classes=["berth-chart"])
+            with gr.Accordion("The situation, as a model reads it", open=False, elem_id="play-situation-box"):
+                situation = gr.Markdown(_situation(task), elem_id="play-situation")
+            grade = gr.Markdown(elem_id="play-grade")
+            optimal = gr.Plot(visible=False, show_label=False, elem_id="play-optimal", elem_classes=["berth-chart"])
+    section = PlaySection(ctx, picker, picker.task, check_button, submit_button, restart_button, verdict, table,
+                          plan_json, load_json, brief, situation, chart, grade, optimal, gr.State(None),
+                          gr.State(None))
+    _wire(section)
+    return section
+
+
+def _wire(s: PlaySection) -> None:
+    private = {"api_visibility": "private"}
+    shown = [s.task, s.episode]
+    for changed in wire_task_picker(s.picker)[:2]:
+        changed.then(bind(show_task, s), shown, s.task_outputs, **private)
+    s.task.input(bind(show_task, s), shown, s.task_outputs, **private)
+    s.restart_button.click(bind(start_over, s), shown, s.task_outputs, **private)
+    s.table.input(bind(follow_table, s), [s.task, s.table, s.checked], [s.chart, s.verdict], show_progress="hidden",
+                  **private)
+    s.load_json.click(bind(load_plan_json, s), [s.task, s.plan_json, s.checked], [s.table, s.chart, s.verdict],
+                      **private)
+    played = [s.task, s.table, s.episode]
+    s.check_button.click(bind(check_table, s), played,
+                         [s.verdict, s.chart, s.check_button, s.episode, s.checked], **private)
+    s.submit_button.click(bind(submit_table, s), played,
+                          [s.verdict, s.chart, s.grade, s.optimal, s.check_button, s.submit_button, s.episode],
+                          **private)
+
+
+# -- handlers ----------------------------------------------------------------------------------------------------
+
+def show_task(section: PlaySection, task_id: str, episode: dict | None, request: gr.Request) -> dict:
+    """Another task picked: its brief, situation, published plan and chart. An episode open on another task ends
+    (saved as `stopped` if it was played); the same task picked again changes nothing."""
+    if episode and episode.get("task_id") == (task_id or "").strip():
+        return unchanged(section.brief)
+    return _fresh(section, task_id, _owner(request))
+
+
+def start_over(section: PlaySection, task_id: str, episode: dict | None, request: gr.Request) -> dict:
+    """The published plan back in the table and a fresh budget; an open episode ends (`stopped`)."""
+    return _fresh(section, task_id, _owner(request))
+
+
+def follow_table(section: PlaySection, task_id: str, rows: Any, checked: list | None) -> dict:
+    """The table was edited: the chart follows, without verdicts (those come from a check)."""
+    task = section.ctx.task_for((task_id or "").strip(), None)
+    if task is None:
+        return unchanged(section.chart)
+    try:
+        plan = rows_plan(task, rows)
+    except TableError as exc:
+        return {section.verdict: f"⚠️ {escape_md(exc)}"}
+    return {section.chart: draft_chart(task, plan, checked), section.verdict: HOW_TO}
+
+
+def load_plan_json(section: PlaySection, task_id: str, text: str, checked: list | None) -> dict:
+    task = section.ctx.task_for((task_id or "").strip(), None)
+    if task is None:
+        return {section.verdict: "⚠️ Pick a task first."}
+    try:
+        rows = json_rows(task, text)
+        plan = rows_plan(task, rows)
+    except TableError as exc:
+        return {section.verdict: f"⚠️ That plan cannot be read: {escape_md(exc)}"}
+    return {section.table: rows, section.chart: draft_chart(task, plan, checked),
+            section.verdict: "The pasted plan is in the table. **Check** it or **Submit** it."}
+
+
+def check_table(section: PlaySection, task_id: str, rows: Any, episode: dict | None, request: gr.Request,
+                profile: gr.OAuthProfile | None = None) -> dict:
+    """Send the table to check_plan (opening the episode on the first call) and draw what the server found."""
+    try:
+        task, plan, played = _play(section, task_id, rows, episode, request, profile)
+        result = section.ctx.plays.check(played.episode_id, played.owner, plan)
+    except (TableError, PlayError) as exc:
+        return {section.verdict: f"⚠️ {escape_md(exc)}"}
+    number = len(RecordView(played.record).checks)
+    out = {section.verdict: check_markdown(task, result, number, played.max_checks),
+           section.check_button: gr.Button(_check_label(played.checks_left), interactive=played.checks_left > 0),
+           section.episode: {"id": played.episode_id, "task_id": played.task_id}, section.checked: plan}
+    if "error" not in result:
+        out[section.chart] = berth_chart(task, plan, title=f"Check {number} · {_verdict_words(result)}")
+    return out
+
+
+def submit_table(section: PlaySection, task_id: str, rows: Any, episode: dict | None, request: gr.Request,
+                 profile: gr.OAuthProfile | None = None) -> dict:
+    """Send the table to submit_plan: the grade beside the optimum, and the rollout saved."""
+    try:
+        task, plan, played = _play(section, task_id, rows, episode, request, profile)
+        result = section.ctx.plays.submit(played.episode_id, played.owner, plan)
+    except (TableError, PlayError) as exc:
+        return {section.verdict: f"⚠️ {escape_md(exc)}"}
+    if not played.done:  # the server refused the plan's form; the episode goes on
+        return {section.verdict: f"⚠️ Not graded: {escape_md(result.get('error') or result)}",
+                section.episode: {"id": played.episode_id, "task_id": played.task_id}}
+    link = section.ctx.share_link(f"tab=browse&rollout={played.episode_id}", base_url(request))
+    saved = (f"⚠️ {escape_md(played.save_error)}" if played.save_error else
+             f"Saved as rollout `{played.episode_id}` · [open it in Browse]({link}) · your plan beside the proven "
+             "optimum is under the chart; **Start over** plays the task again")
+    return {section.verdict: f"🏁 **Submitted** · reward **{fmt_num(result.get('reward'))}** · "
+                             f"{_verdict_words(result)}\n\n{saved}",
+            section.chart: berth_chart(task, plan, title=f"Submitted · {_verdict_words(result)}"),
+            section.grade: grade_panel(played.record, task),
+            section.optimal: gr.Plot(optimum_chart(task, plan, label="your plan"), visible=True),
+            section.check_button: gr.Button(interactive=False), section.submit_button: gr.Button(interactive=False),
+            section.episode: None}
+
+
+# -- pieces ------------------------------------------------------------------------------------------------------
+
+def draft_chart(task: dict, plan: list, checked: list | None) -> Any:
+    """The table's plan with no verdict drawn: the ships where they are, those changed since the last check (or
+    from the published plan, before any) filled orange."""
+    view = read_plan(task, plan)
+    if view.result is None:
+        return berth_chart(task, plan)
+    ships = {i: replace(sr, problems=[]) for i, sr in view.result.ships.items()}
+    blind = replace(view.result, ships=ships, violations=[])
+    since = "since the last check" if checked is not None else "from the published plan"
+    return berth_chart(task, plan, check=blind, previous_plan=checked if checked is not None else published_plan(task),
+                       title=f"Your draft (not checked) · orange: changed {since}")
+
+
+def check_markdown(task: dict, result: dict, number: int, max_checks: int) -> str:
+    """The server's check_plan answer for a person: the cost when feasible, else the violations one per line."""
+    left = result.get("checks_left")
+    budget = f"check {number} of {max_checks}" + (f", {left} left" if isinstance(left, int) else "")
+    if "error" in result:
+        return f"⚠️ {escape_md(result['error'])} ({budget})"
+    ships = task.get("ships") or []
+    lines = [f"{'✅' if result.get('feasible') else '❌'} **{_verdict_words(result)}** · {budget}"]
+    for violation in (result.get("violations") or [])[:VIOLATIONS_SHOWN]:
+        ship = violation.get("ship")
+        name = ships[ship].get("name", "") if isinstance(ship, int) and 0 <= ship < len(ships) else ""
+        lines.append(f"- ship {escape_cell(ship)} {escape_cell(name)}: {escape_cell(violation.get('problem'))}")
+    hidden = len(result.get("violations") or []) - VIOLATIONS_SHOWN
+    if hidden > 0:
+        lines.append(f"- … and {hidden} more: red on the chart (hover a ship)")
+    lines += [f"- entry: {escape_cell(problem)}" for problem in result.get("entry_problems") or []]
+    return "\n".join(lines)
+
+
+def _verdict_words(result: dict) -> str:
+    if result.get("feasible"):
+        return f"feasible · cost {fmt_num(result.get('cost'))}"
+    count = len(result.get("violations") or [])
+    return f"infeasible · {count} violation{'' if count == 1 else 's'}" if count else "infeasible"
+
+
+def _play(section: PlaySection, task_id: str, rows: Any, episode: dict | None, request: gr.Request,
+          profile: gr.OAuthProfile | None) -> tuple[dict, list, HandEpisode]:
+    """The task, the table's plan, and this page's open episode on it (opened now if there is none)."""
+    task_id = (task_id or "").strip()
+    task = section.ctx.task_for(task_id, None)
+    if task is None:
+        raise PlayError("Pick a task first.")
+    plan = rows_plan(task, rows)
+    owner, plays = _owner(request), section.ctx.plays
+    if episode and episode.get("task_id") == task_id:
+        try:
+            return task, plan, plays.get(episode["id"], owner)
+        except PlayError:
+            pass  # closed while idle: a new episode, with a fresh budget
+    plays.abandon(owner)
+    model = human_model(getattr(profile, "username", None))
+    return task, plan, plays.start(task_id, owner=owner, model=model)
+
+
+def _fresh(section: PlaySection, task_id: str, owner: str) -> dict:
+    section.ctx.plays.abandon(owner)
+    task_id = (task_id or "").strip()
+    task = section.ctx.task_for(task_id, None)
+    return {section.brief: _brief(task, task_id), section.situation: _situation(task), section.table: _rows(task),
+            section.chart: preview_chart(task) if task else None, section.verdict: HOW_TO, section.grade: "",
+            section.optimal: gr.Plot(visible=False),
+            section.check_button: gr.Button(_check_label(10), interactive=task is not None),
+            section.submit_button: gr.Button(interactive=task is not None), section.episode: None,
+            section.checked: None}
+
+
+def _rows(task: dict | None) -> list[list[Any]]:
+    return plan_rows(task, published_plan(task)) if task else []
+
+
+def _brief(task: dict | None, task_id: str | None) -> str:
+    return task_brief(task, task_id or "", explain=False)  # HOW_TO, beside the table, says what to do
+
+
+def _situation(task: dict | None) -> str:
+    return escape_md(situation_text(task)) if task else ""
+
+
+def _check_label(left: int) -> str:
+    return f"Check ({left} left)"
+
+
+def _owner(request: gr.Request | None) -> str:
+    return getattr(request, "session_hash", None) or "anonymous"
+
+
+def wire_page_load(section: PlaySection, demo: gr.Blocks, tabs: gr.Tabs) -> None:
+    """`?tab=play` opens this tab."""
+    demo.load(open_if_linked, None, [tabs], api_visibility="private", show_progress="hidden", queue=False)
+
+
+def open_if_linked(request: gr.Request) -> Any:
+    query = request.query_params if request is not None else {}
+    return gr.Tabs(selected="play") if query.get("tab") == "play" else gr.skip()
+
+
+__all__ = ["CSS", "PlaySection", "build_play_section", "wire_page_load"]

@@ -1,0 +1,267 @@
+"""Starting an episode from the Run form or the API, and turning its events into what the page or a script sees.
+
+`start_episode` checks the request and starts the episode in the background (agent.runs), or raises `FormError`
+naming the field to fix. `page_frames` follows an episode and yields the Run section's display as dicts keyed by
+component; `api_updates` yields small JSON updates for `gradio_client`. Episodes run in their own workers, so a
+closed tab or client never ends one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import gradio as gr
+
+from agent.limits import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS
+from agent.providers.registry import MissingKey, check_endpoint, parse_spec, provider_class, resolve_key
+from agent.runs import CapacityError, EpisodeRun, stop_token
+from agent.spec import SpecError
+from agent.task_api import valid_task_id
+from rollouts.record_view import RecordView
+from viewer.chart import preview_chart
+from viewer.context import AppContext
+from viewer.live import LiveView
+from viewer.replay import record_events
+from viewer.rollout_panel import draft, draft_slider, shown_optimum, stored_rollout
+from viewer.run.components import RunSection
+from viewer.summary import grade_panel
+from viewer.visitors import visitor_of
+from viewer.wiring import base_url, in_worker
+
+# Redraw the page at most this often while tokens stream; the chat diff is small, the chart only on new plans.
+FRAME_S = 0.05
+IDLE_TICK_S = 1.0  # the status line's clock still ticks when nothing arrives
+API_FRAME_S = 0.25
+KEY_FIELDS = {"anthropic": "Anthropic API key", "openai": "OpenAI API key", "hf": "Hugging Face token",
+              "vllm": "vLLM server key"}  # as the form's key fields are labelled
+
+
+KEY_MAX_CHARS = 1000  # the longest provider keys are about 200 characters
+
+
+def excerpt(text: str, limit: int = 60) -> str:
+    """A short excerpt of user input for an error message (the whole of it may be a megabyte); `repr` escapes
+    control and direction-changing characters."""
+    text = " ".join(str(text)[: limit * 4].split())
+    return repr(text if len(text) <= limit else text[:limit] + "…")
+
+
+class FormError(ValueError):
+    """A run request that cannot start; `field` is the form field to fix (`model`, `task`, `server`, `limits`).
+
+    The message is plain text; the page escapes it.
+    """
+
+    def __init__(self, field: str, message: str, *, needs_key: bool = False) -> None:
+        super().__init__(message)
+        self.field, self.needs_key = field, needs_key
+
+
+@dataclass
+class Started:
+    run: EpisodeRun
+    task: dict | None
+    server_url: str | None
+
+
+def start_episode(ctx: AppContext, model: str, task_id: str, turns: Any, tokens: Any, server_choice: str,
+                  url: str, keys: dict[str, str], owner: str, visitor: str | None = None) -> Started:
+    """Check the request, then start the episode in the background; every problem is a FormError. `owner` may
+    stop it; `visitor` (viewer.visitors) is whom the per-visitor cap counts.
+
+    Every check happens here, whichever door the request came through (the form, the API, a raw call of a
+    handler), and before anything starts: a request refused here leaves no rollout. Blocking (it may resolve the
+    server's name): call it from a worker thread.
+    """
+    model = model.strip() if isinstance(model, str) else ""
+    task_id = task_id.strip() if isinstance(task_id, str) else ""
+    if not task_id:
+        raise FormError("task", "Pick a task first.")
+    if not valid_task_id(task_id):
+        raise FormError("task", f"Task id {excerpt(task_id)} must be 1-128 letters, digits, '.', '-' or '_'.")
+    keys = _checked_keys(keys)
+    try:
+        spec = parse_spec(model)
+        resolve_key(spec, keys)
+        check_endpoint(spec)
+    except MissingKey:
+        field = KEY_FIELDS.get(spec.provider, "API key")
+        variable = provider_class(spec.provider).key_env
+        raise FormError("model", f"{excerpt(model)} needs an {field}: paste one under API keys below (used for "
+                                 f"this run only), or set {variable} on the Space.", needs_key=True) from None
+    except SpecError as exc:
+        raise FormError("model", str(exc)) from None
+    try:
+        server_url = ctx.server_url(server_choice if isinstance(server_choice, str) else "",
+                                    url if isinstance(url, str) else "")
+    except ValueError as exc:  # netguard.ServerRefused: a fixed text, never the server's own words
+        text = str(exc).rstrip(".")
+        raise FormError("server", f"{text[:1].upper()}{text[1:]}.") from None
+    task = ctx.task_for(task_id, server_url)
+    if task is None:
+        raise FormError("task", f"Task {excerpt(task_id)} is not one this server offers.")
+    try:
+        max_turns, max_tokens = int(turns or DEFAULT_MAX_TURNS), int(tokens or DEFAULT_MAX_TOKENS)
+        if not 1 <= max_turns <= 60 or not 256 <= max_tokens <= 200000:
+            raise ValueError
+    except (TypeError, ValueError):
+        raise FormError("limits", "Max turns must be 1-60 and max tokens 256-200000.") from None
+    try:
+        run = ctx.registry.start(model, task_id, owner=owner, visitor=visitor, env_url=server_url, max_turns=max_turns,
+                                 max_tokens=max_tokens, keys={k: v for k, v in keys.items() if v},
+                                 source="space", baseline_pace_s=ctx.settings.baseline_pace_s,
+                                 server_policy=ctx.policy)
+    except CapacityError as exc:
+        raise FormError("capacity", str(exc)) from None
+    return Started(run, task, server_url)
+
+
+def _checked_keys(keys: dict[str, Any]) -> dict[str, str]:
+    """Typed keys: text of a bounded length, printable (a key goes into a request header). Never quoted back."""
+    checked = {}
+    for provider, key in (keys or {}).items():
+        key = key.strip() if isinstance(key, str) else ""
+        if len(key) > KEY_MAX_CHARS or not key.isprintable():
+            raise FormError("model", f"The {KEY_FIELDS.get(provider, 'API key')} must be at most {KEY_MAX_CHARS} "
+                                     "printable characters.", needs_key=True)
+        checked[provider] = key
+    return checked
+
+
+def episode_markdown(ctx: AppContext, run: EpisodeRun, request: gr.Request | None) -> str:
+    link = ctx.share_link(f"episode={run.episode_id}", base_url(request))
+    lines = [f"Episode `{run.episode_id}` · [watch link]({link})"]
+    if run.finished:
+        if run.save_error:
+            lines.append(f"⚠️ {run.save_error}")
+        elif run.saved is not None:
+            status = ctx.store.status()
+            waiting = status.get("waiting") or 0
+            where = ("saved locally" if not status.get("dataset")
+                     else f"saved locally, {waiting} waiting to push" if waiting else "saved and pushed to the Hub")
+            share = ctx.share_link(f"tab=browse&rollout={run.episode_id}", base_url(request))
+            lines.append(f"Rollout {where} · [share link]({share})")
+    return "\n\n".join(lines)
+
+
+OPTIMUM_LABEL = "the model's last plan"
+
+
+async def page_frames(section: RunSection, run: EpisodeRun, task: dict | None, request: gr.Request | None, *,
+                      can_stop: bool = False) -> AsyncIterator[dict]:
+    """The Run section's display of one episode, from its first event to its grade. `can_stop`: this page started
+    it, so its state keeps the stop token (a page that only watches never gets one).
+
+    Frames are built in a worker thread: charts and the chat are CPU work, and on the event loop they would hold up
+    every other visitor's page (a watcher's link would sit "in queue" while a long reasoning stream renders)."""
+    yield await in_worker(first_frame, section, run, task, request, can_stop)
+    view = LiveView(task, show_tokens=not run.model.startswith("baseline:"))
+    position, last_frame, dirty = 0, 0.0, False
+    while True:
+        batch, finished = run.wait(position, 0)
+        position += len(batch)
+        if batch:
+            await in_worker(view.extend, batch)
+        dirty = dirty or bool(batch)
+        now = time.monotonic()
+        if finished or (dirty and now - last_frame >= FRAME_S) or now - last_frame >= IDLE_TICK_S:
+            last_frame, dirty = now, False
+            yield await in_worker(live_frame, section, view, task, run, request, final=finished)
+            if finished:
+                return
+        await asyncio.sleep(FRAME_S / 2)
+
+
+def first_frame(section: RunSection, run: EpisodeRun, task: dict | None, request: gr.Request | None,
+                can_stop: bool) -> dict:
+    panel = section.panel
+    return {panel.chat: [], section.status: "starting…",
+            panel.chart: preview_chart(task) if task else None, panel.plan_step: gr.Slider(visible=False),
+            panel.steps: [], panel.grade: "", panel.optimal: gr.Plot(visible=False),
+            section.episode_info: episode_markdown(section.ctx, run, request),
+            section.episode: {"id": run.episode_id, "task_id": run.task_id, "server": None,
+                              "stop_token": stop_token(run.episode_id) if can_stop else None},
+            section.preview: gr.Column(visible=False), section.live: gr.Column(visible=True)}
+
+
+def live_frame(section: RunSection, view: LiveView, task: dict | None, run: EpisodeRun,
+               request: gr.Request | None, *, final: bool) -> dict:
+    panel = section.panel
+    # Every frame shows the episode, not only the first: two frames yielded in a blink (a finished episode opened by
+    # its link) sometimes reach the page as one, and the first one's switch from the preview was lost with it.
+    frame: dict = {panel.chat: view.messages, section.status: view.status(),
+                   section.preview: gr.Column(visible=False), section.live: gr.Column(visible=True)}
+    # The last frame draws the last plan again: the page must end on the submitted plan even if a busy browser
+    # lost or reordered an earlier chart (seen once on a loaded machine: the chart stayed on the previous draft).
+    if view.new_plan or (final and view.steps):
+        view.new_plan = False
+        count = len(view.steps)
+        frame.update({panel.chart: draft(panel, task, view.steps, count), panel.plan_step: draft_slider(panel, count),
+                      panel.steps: list(view.steps)})
+    if final:
+        record = view.record or run.record or {}
+        frame.update({panel.grade: grade_panel(record, task),
+                      panel.optimal: shown_optimum(RecordView(record), task, OPTIMUM_LABEL),
+                      section.episode_info: episode_markdown(section.ctx, run, request)})
+    return frame
+
+
+def replay_frame(section: RunSection, record: dict, request: gr.Request | None) -> dict:
+    """The Run section's display of a finished, stored episode (a watch link opened after it ended)."""
+    ctx = section.ctx
+    task = ctx.task_for(str(record.get("task_id") or ""), None)
+    view = LiveView(task, show_tokens=not RecordView(record).baseline)
+    view.extend(record_events(record))
+    episode_id = str(record.get("episode_id") or "")
+    share = ctx.share_link(f"tab=browse&rollout={episode_id}", base_url(request))
+    return {**stored_rollout(section.panel, record, task, optimum_label=OPTIMUM_LABEL),
+            section.status: view.status(),
+            section.episode_info: f"Episode `{episode_id}` (finished) · [share link]({share})",
+            section.episode: {"id": episode_id, "task_id": record.get("task_id", ""), "server": None},
+            section.preview: gr.Column(visible=False), section.live: gr.Column(visible=True)}
+
+
+async def api_updates(ctx: AppContext, model: str, task_id: str, max_turns: int, max_tokens: int, server: str,
+                      request: gr.Request | None) -> AsyncIterator[dict]:
+    """The `run` API: the same episode as the Run tab, as small JSON updates for scripts; each carries the
+    episode's stop token, which `/stop` asks for (the episode id alone only lets one watch)."""
+    owner = getattr(request, "session_hash", None) or "api"
+    try:
+        started = await in_worker(start_episode, ctx, model, task_id, max_turns, max_tokens,
+                                          server or "embedded", "", {}, owner, visitor_of(request))
+    except FormError as exc:
+        raise gr.Error(str(exc)) from None
+    run = started.run
+    view = LiveView(None)
+    position, last = 0, 0.0
+    while True:
+        batch, finished = run.wait(position, 0)
+        position += len(batch)
+        view.extend(batch)
+        now = time.monotonic()
+        # A script gets an update at every step of the episode (a turn, a call, a result), and at most four a
+        # second while tokens stream.
+        step = any(e["type"] not in ("text_delta", "reasoning_delta", "tool_args_delta") for e in batch)
+        if finished or step or (batch and now - last >= API_FRAME_S):
+            last = now
+            yield _api_update(run, view, position, batch, finished)
+            if finished:
+                return
+        await asyncio.sleep(FRAME_S / 2)
+
+
+def _api_update(run: EpisodeRun, view: LiveView, position: int, batch: list[dict], finished: bool) -> dict:
+    update = {"episode_id": run.episode_id, "stop_token": stop_token(run.episode_id),
+              "state": "finished" if finished else "running",
+              "status": view.status(), "events": position, "last": batch[-1]["type"] if batch else None}
+    if finished:
+        record = run.record or {}
+        grade = (record.get("final") or {}).get("grade") or {}
+        update.update(reward=record.get("reward"), end_reason=record.get("end_reason"),
+                      feasible=grade.get("feasible"), cost=grade.get("cost"), errors=record.get("errors") or [],
+                      saved=run.save_error is None)
+    return update
