@@ -1,9 +1,11 @@
 """The rollout dataset's README.md: what it holds, its licence, and the YAML that tells `datasets` how to read it.
 
-Two configs: `index` (default; the flat rows in `index/*/*.jsonl`) and `rollouts` (the full records in
-`rollouts/*/*.json`). Compacted index rows (`index/*/*.parquet`, rollouts.index.compaction) are no config: `datasets` picks
-one builder for a whole repo from its first config's files, so a Parquet config beside the JSON ones would be read
-as JSON; the card says how to read them (the Parquet builder, DuckDB, pandas). Both declare their features, so the column types never depend on which files happen to be read:
+Three configs: `index` (default; the flat rows in `index/*/*.jsonl`), `rollouts` (the full records in
+`rollouts/*/*.json`) and `traces` (each record as an agent trace in `traces/*/*.jsonl`, rollouts.traces). Compacted
+index rows (`index/*/*.parquet`, rollouts.index.compaction) are no config: `datasets` picks one builder for a whole repo from
+its first config's files, so a Parquet config beside the JSON ones would be read as JSON; the card says how to read
+them (the Parquet builder, DuckDB, pandas). `index` and `rollouts` declare their features, so the column types never
+depend on which files happen to be read:
 
 - `index` columns are flat scalars with the types of `rollouts.schema.COLUMNS`;
 - `rollouts` nested parts (`messages`, `steps`, `final`, ...) vary in shape from record to record (a tool result is
@@ -11,6 +13,13 @@ as JSON; the card says how to read them (the Parquet builder, DuckDB, pandas). B
   those fields line by line before Arrow reads them, which is why every record file holds its JSON on ONE line.
   A record key the card does not list would fail the whole config, so the store extends the card (as `json`) when a
   record brings a new top-level key; `record_fields` reads back what a card declares.
+
+`traces` declares no features, on purpose: with none declared, `datasets`' JSON reader recognises the files as
+agent traces (a `type` column and `message` objects of varying keys) and reads each file as one session row with
+the whole trace beside it, as the Hub's viewer shows them (locally that needs the `teich` package); declared
+features would make every line a row. The Hub detects trace files itself and lists such datasets under the
+format tag it sets, `format:agent-traces` (Hub docs "Agent traces"); the card only adds the plain tags
+`agent-traces` and `traces`, for search.
 
 The card is pure text in, text out; the store writes it.
 """
@@ -21,6 +30,7 @@ from collections.abc import Iterable
 
 import yaml
 
+from rollouts.layout import TRACE_GLOB
 from rollouts.schema import COLUMNS
 
 LICENSE = "cc-by-sa-4.0"
@@ -73,6 +83,7 @@ README.md                                   this card
 rollouts/<YYYY-MM-DD>/<episode_id>.json     one full rollout record per file (date = episode start, UTC)
 index/<YYYY-MM-DD>/<writer_id>.jsonl        one flat row per rollout, appended by each writer process
 index/<YYYY-MM-DD>/<writer_id>.parquet      the same rows, compacted: older rows folded out of the JSONL file
+traces/<YYYY-MM-DD>/<episode_id>.jsonl      the same rollout as an agent trace (Session Trace Simple Format)
 ```
 
 Several processes and machines write to this dataset at once; each writes only its own index files (`writer_id`).
@@ -93,11 +104,16 @@ before. Should a compaction be interrupted, a row may briefly sit in both: keep 
   graded again under a later grader (the record's `regrade`).
 - `rollouts`: the full records. `task`, `limits`, `final`, `usage` and every element of `messages` and `steps`
   are JSON values, since their shape varies between records.
+- `traces`: every rollout's conversation as an agent trace in the Hub's Session Trace Simple Format (harness
+  `berth-arena`, session id = episode id), for the Hub's trace viewer: the system prompt, the situation, each
+  model turn with its reasoning and tool calls, and each tool result beside its call. One file per rollout; the
+  session header names the record it came from.
 
 ```python
 from datasets import load_dataset
 index = load_dataset("<this repo or a local copy>", "index", split="train")
 records = load_dataset("<this repo or a local copy>", "rollouts", split="train")
+traces = load_dataset("<this repo or a local copy>", "traces", split="train")  # one row per session; needs `teich`
 # The compacted index rows (pandas.read_parquet and DuckDB read `hf://datasets/<repo>/index/*/*.parquet` too):
 compacted = load_dataset("parquet", data_files="hf://datasets/<this repo>/index/*/*.parquet", split="train")
 ```
@@ -120,12 +136,14 @@ def render(extra_fields: Iterable[str] = ()) -> str:
     meta = {
         "license": LICENSE,
         "pretty_name": "Berth-planning agent arena rollouts",
-        "tags": ["agents", "tool-use", "rollouts", "berth-planning", "openenv"],
+        "tags": ["agents", "tool-use", "rollouts", "berth-planning", "openenv", "agent-traces", "traces"],
         "configs": [
             {"config_name": "index", "default": True,
              "data_files": [{"split": "train", "path": "index/*/*.jsonl"}]},
             {"config_name": "rollouts",
              "data_files": [{"split": "train", "path": "rollouts/*/*.json"}]},
+            {"config_name": "traces",  # no dataset_info: see the module doc
+             "data_files": [{"split": "train", "path": TRACE_GLOB}]},
         ],
         "dataset_info": [
             {"config_name": "index",

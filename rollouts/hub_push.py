@@ -5,9 +5,10 @@ It only ever reads the folder, so the folder stays the source of truth; the Hub 
 - When: every `every_s` seconds if anything changed, as soon as `every_n` rollouts were saved, right away for a
   backlog found at start (an earlier run's unpushed files), and on `flush()`.
 - How: `HfApi.create_commit` with fewer than 100 files per commit (MAX_FILES_PER_COMMIT) and at most
-  MAX_COMMITS_PER_HOUR commits an hour (the Hub allows about 128 per repo). The card and the records go first and
-  the index files (append-only, pushed whole each time they grew) last, so an index row on the Hub points at a
-  record that is already there, and a card that declares a new record field lands before the record.
+  MAX_COMMITS_PER_HOUR commits an hour (the Hub allows about 128 per repo). The card and the records go first, then
+  the records' agent traces (rollouts.traces), and the index files (append-only, pushed whole each time they grew)
+  last, so an index row or a trace on the Hub points at a record that is already there, and a card that declares a
+  new record field lands before the record.
 - Many writers: several processes and machines may push to one dataset at once. Each writes only its own files
   (records are named by episode id, index files by writer id), so their commits never touch the same path; each
   commit names its parent (`parent_commit`, the head just read) and one refused because another writer committed
@@ -55,7 +56,7 @@ from huggingface_hub.utils.sha import git_hash
 from rollouts import card as dataset_card
 from rollouts.index.compaction import compact
 from rollouts.jsonio import atomic_write
-from rollouts.layout import CARD
+from rollouts.layout import CARD, TRACE_GLOB, is_trace_rel
 
 log = logging.getLogger(__name__)
 
@@ -131,9 +132,9 @@ class PushJournal:
 
 
 def dataset_files(root: Path) -> list[str]:
-    """The folder's files that belong in the dataset repo, card first, then records, then index files."""
+    """The folder's files that belong in the dataset repo, card first, then records, traces, index files."""
     files = ["README.md"] if (root / "README.md").is_file() else []
-    for pattern in ("rollouts/*/*.json", "index/*/*.jsonl", "index/*/*.parquet"):
+    for pattern in ("rollouts/*/*.json", TRACE_GLOB, "index/*/*.jsonl", "index/*/*.parquet"):
         files += sorted(p.relative_to(root).as_posix() for p in root.glob(pattern) if not p.name.startswith("."))
     return files
 
@@ -212,10 +213,12 @@ class HubPusher:
     def start(self) -> None:
         """List what an earlier run left unpushed (local disk only, no network) and start the thread."""
         self._journal.reload()
-        backlog = {rel for rel in pending_files(self.root, self._journal) if rel.startswith("rollouts/")}
+        pending = pending_files(self.root, self._journal)
+        backlog = {rel for rel in pending if rel.startswith("rollouts/")}
         with self._cond:
             self._waiting |= backlog
-            self._backlog = bool(backlog)
+            # Traces alone (a `python -m rollouts traces --backfill` since the last push) go out right away too.
+            self._backlog = bool(backlog) or any(is_trace_rel(rel) for rel in pending)
             self._next_push = time.monotonic() + self._every_s
         self._thread.start()
 
@@ -480,6 +483,8 @@ def _message(operations: list[CommitOperationAdd | CommitOperationDelete]) -> st
     paths = [op.path_in_repo for op in operations]
     rollouts = sum(rel.startswith("rollouts/") for rel in paths)
     parts = [f"add {rollouts} rollout{'s' * (rollouts != 1)}"] if rollouts else []
+    if traces := sum(is_trace_rel(rel) for rel in paths):
+        parts.append(f"{'' if rollouts else 'add '}{traces} agent trace{'s' * (traces != 1)}")
     if any(rel.startswith("index/") for rel in paths):
         parts.append("update the index")
     if "README.md" in paths:

@@ -4,6 +4,7 @@
     rollouts/<YYYY-MM-DD>/<episode_id>.json   one record, on one line
     index/<YYYY-MM-DD>/<writer_id>.jsonl      one flat index row per rollout, appended by one writer
     index/<YYYY-MM-DD>/<writer_id>.parquet    the same rows, compacted (rollouts.index.compaction folds JSONL in)
+    traces/<YYYY-MM-DD>/<episode_id>.jsonl    the record as an agent trace for the Hub's viewer (rollouts.traces)
     .push/                                    the local push journal, locks and running episodes (never pushed)
 
 Every path of the dataset is made or recognised here, so a reader can trust a path only after `record_rel` or
@@ -22,10 +23,12 @@ from rollouts.schema import EPISODE_ID, started_at, valid_episode_id
 CARD = "README.md"
 RECORDS_DIR = "rollouts"
 INDEX_DIR = "index"
+TRACES_DIR = "traces"
 PUSH_DIR = ".push"
 RECORD_GLOB = f"{RECORDS_DIR}/*/*.json"
 INDEX_GLOB = f"{INDEX_DIR}/*/*.jsonl"
 INDEX_PARQUET_GLOB = f"{INDEX_DIR}/*/*.parquet"
+TRACE_GLOB = f"{TRACES_DIR}/*/*.jsonl"
 WRITER_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 # The rule "a row's path names its own record", written once: the record path of the layout, its day and its
@@ -33,6 +36,7 @@ DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 # the same pattern in Arrow and in SQL (rollouts.index.format), both built from this text. RE2 reads it as Python.
 RECORD_PATH_PATTERN = rf"{RECORDS_DIR}/(?P<day>{DAY.pattern})/(?P<episode_id>{EPISODE_ID.pattern})\.json"
 RECORD_REL = re.compile(RECORD_PATH_PATTERN)
+TRACE_REL = re.compile(rf"{TRACES_DIR}/(?P<day>{DAY.pattern})/(?P<episode_id>{EPISODE_ID.pattern})\.jsonl")
 
 
 def default_rollout_dir() -> Path:
@@ -60,6 +64,20 @@ def is_record_rel(path: Any, episode_id: str | None = None) -> bool:
     """True when `path` is a record path of the layout (and, given an id, that episode's)."""
     match = RECORD_REL.fullmatch(path) if isinstance(path, str) else None
     return match is not None and (episode_id is None or match["episode_id"] == episode_id)
+
+
+def trace_rel(record_rel: str) -> str:
+    """The agent trace of the record at `record_rel`, in the record's day folder:
+    `rollouts/<YYYY-MM-DD>/<episode_id>.json` -> `traces/<YYYY-MM-DD>/<episode_id>.jsonl`."""
+    match = RECORD_REL.fullmatch(record_rel) if isinstance(record_rel, str) else None
+    if match is None:
+        raise ValueError(f"not a record path of the layout: {str(record_rel)[:120]!r}")
+    return f"{TRACES_DIR}/{match['day']}/{match['episode_id']}.jsonl"
+
+
+def is_trace_rel(path: Any) -> bool:
+    """True when `path` is a trace path of the layout."""
+    return isinstance(path, str) and TRACE_REL.fullmatch(path) is not None
 
 
 def index_rel(day: str, writer_id: str) -> str:

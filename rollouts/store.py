@@ -6,6 +6,7 @@ Layout: rollouts.layout (the same in the folder and in the Hub dataset):
     rollouts/<YYYY-MM-DD>/<episode_id>.json   the record, on one line (see rollouts.card for why)
     index/<YYYY-MM-DD>/<writer_id>.jsonl      one flat row per rollout (rollouts.schema), appended
     index/<YYYY-MM-DD>/<writer_id>.parquet    the same rows, compacted (rollouts.index.compaction)
+    traces/<YYYY-MM-DD>/<episode_id>.jsonl    the record as an agent trace (rollouts.traces), written with it
     .push/                                    the push journal and locks (never pushed, never read by datasets)
     .push/running/                            the records of episodes still running (rollouts.journal)
     .set-aside/                               records the schema refused, each with its reason (never pushed)
@@ -45,6 +46,7 @@ from rollouts.layout import (
     INDEX_GLOB,
     PUSH_DIR,
     RECORD_GLOB,
+    TRACES_DIR,
     WRITER_ID,
     index_rel,
     inside,
@@ -60,6 +62,7 @@ from rollouts.schema import (
     record_problem,
     valid_episode_id,
 )
+from rollouts.traces import save_trace
 
 log = logging.getLogger(__name__)
 
@@ -146,9 +149,14 @@ class RolloutStore:
                 if new_fields:
                     self._extend_card(new_fields)
                 atomic_write(path, data)
+            # Before the row: a rollout that is indexed has its trace (a crash before the row is mended at the next
+            # start, trace included).
+            trace = save_trace(self.root, record, rel)
             self._append_row(index_row(record, rel), rel)
         if self._pusher:
             self._pusher.notify(rel)
+            if trace:
+                self._pusher.notify(trace)
         return SavedRollout(path, episode_id)
 
     def _append_row(self, row: dict, rel: str) -> None:
@@ -372,7 +380,8 @@ class RolloutStore:
                 f.truncate(keep)
                 os.fsync(f.fileno())
                 log.warning("cut a torn index line (%d bytes) off %s", len(data) - keep, file)
-        for tmp in [*self.root.glob("rollouts/*/.*.tmp"), *self.root.glob(".*.tmp")]:
+        for tmp in [*self.root.glob("rollouts/*/.*.tmp"), *self.root.glob(f"{TRACES_DIR}/*/.*.tmp"),
+                    *self.root.glob(".*.tmp")]:
             # Another writer may rename its temp file between the glob and the stat.
             if now - _mtime(tmp, default=now) >= RECOVER_GRACE_S:
                 tmp.unlink(missing_ok=True)
@@ -388,6 +397,7 @@ class RolloutStore:
             try:
                 record = json.loads(path.read_bytes())
                 rel = path.relative_to(self.root).as_posix()
+                save_trace(self.root, record, rel)  # the crash that lost the row may have lost the trace too
                 self._append_row(index_row(record, rel), rel)
                 log.warning("rebuilt the lost index row of %s", rel)
             except (ValueError, OSError) as exc:

@@ -3,6 +3,7 @@ of many different shapes (the reason the nested fields are declared `json` and r
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from datetime import datetime
 
@@ -15,6 +16,7 @@ from huggingface_hub import DatasetCard
 
 from rollouts import card as dataset_card
 from rollouts.layout import record_rel as record_path
+from rollouts.layout import trace_rel
 from rollouts.schema import COLUMNS
 from rollouts.store import RolloutStore
 from testkit.records import make_record, make_records
@@ -25,7 +27,7 @@ def front_matter(card: str) -> dict:
     return yaml.safe_load(card[4:].partition("\n---\n")[0])
 
 
-def test_the_card_declares_licence_attribution_and_two_configs():
+def test_the_card_declares_licence_attribution_and_three_configs():
     card = dataset_card.render()
     meta = front_matter(card)
     assert meta["license"] == "cc-by-sa-4.0"
@@ -34,13 +36,18 @@ def test_the_card_declares_licence_attribution_and_two_configs():
     assert configs["index"]["default"] is True and "default" not in configs["rollouts"]
     assert configs["index"]["data_files"] == [{"split": "train", "path": "index/*/*.jsonl"}]
     assert configs["rollouts"]["data_files"] == [{"split": "train", "path": "rollouts/*/*.json"}]
+    assert configs["traces"]["data_files"] == [{"split": "train", "path": "traces/*/*.jsonl"}]
+    assert {"agent-traces", "traces"} <= set(meta["tags"])
+    # No features for `traces`: declared ones would make datasets (and the Hub's viewer) read lines, not sessions.
+    assert [info["config_name"] for info in meta["dataset_info"]] == ["index", "rollouts"]
 
 
 def test_huggingface_hub_and_datasets_read_the_yaml_as_meant():
     data = DatasetCard(dataset_card.render(["judge"])).data
     configs = MetadataConfigs.from_dataset_card_data(data)
-    assert set(configs) == {"index", "rollouts"} and configs["index"]["default"] is True
+    assert set(configs) == {"index", "rollouts", "traces"} and configs["index"]["default"] is True
     infos = DatasetInfosDict.from_dataset_card_data(data)
+    assert "traces" not in infos
     index = infos["index"].features
     assert list(index) == list(COLUMNS)
     assert index["num_ships"] == datasets.Value("int64") and index["reward"] == datasets.Value("float64")
@@ -85,6 +92,7 @@ def test_a_folder_of_records_with_different_shapes_loads_with_both_configs(tmp_p
     for record in records:
         store.save(record)
     assert (tmp_path / "rollouts" / "2026-11-29" / f"{records[6]['episode_id']}.json").is_file()
+    assert len(list(tmp_path.glob("traces/*/*.jsonl"))) == len(records)  # the configs load beside the traces
     cache = str(tmp_path / ".cache")
 
     full = datasets.load_dataset(str(tmp_path), "rollouts", split="train", cache_dir=cache)
@@ -140,3 +148,25 @@ def test_a_record_with_an_unlisted_field_extends_the_card_before_it_is_written(t
     assert "verdicts" in fields
     full = datasets.load_dataset(str(tmp_path), "rollouts", split="train", cache_dir=str(tmp_path / ".cache"))
     assert full[0]["verdicts"] == [{"by": "judge", "ok": True}]
+
+
+def test_datasets_reads_the_traces_config_as_agent_trace_sessions(tmp_path):
+    """Without declared features, datasets' JSON reader recognises the trace files as agent traces, as the Hub's
+    viewer does, and reads one row per session (its `teich` package turns each into messages). Where `teich` is not
+    installed that recognition shows as datasets asking for it; read as plain JSON lines it would not."""
+    store = RolloutStore(tmp_path)
+    records = make_records(4, seed=44)
+    records[0]["messages"] = records[0]["messages"][:2]  # ended before the model's first turn: still a trace
+    records[0]["started"] = "2026-11-01T00:00:00Z"  # ... and the first file datasets reads
+    for record in records:
+        store.save(record)
+    cache = str(tmp_path / ".cache")
+    if importlib.util.find_spec("teich") is None:
+        with pytest.raises(datasets.exceptions.DatasetGenerationError) as caught:
+            datasets.load_dataset(str(tmp_path), "traces", split="train", cache_dir=cache)
+        assert isinstance(caught.value.__cause__, ImportError) and "teich" in str(caught.value.__cause__)
+    else:
+        sessions = datasets.load_dataset(str(tmp_path), "traces", split="train", cache_dir=cache)
+        assert sorted(sessions["session_id"]) == sorted(r["episode_id"] for r in records)
+        assert sorted(sessions["file_path"]) == sorted(trace_rel(record_path(r)) for r in records)
+    assert len(datasets.load_dataset(str(tmp_path), "index", split="train", cache_dir=cache)) == len(records)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from huggingface_hub import HfApi, hf_hub_download
 
-from rollouts import hub_push
+from rollouts import hub_push, traces
 from rollouts.store import RolloutStore
 from testkit.fakehub import git_oid, running_fakehub
 from testkit.records import make_records
@@ -53,7 +53,8 @@ def save_all(store: RolloutStore, records: list[dict]) -> None:
 
 
 def local_files(root: Path) -> dict[str, bytes]:
-    paths = [root / "README.md", *root.glob("rollouts/*/*.json"), *root.glob("index/*/*.jsonl")]
+    paths = [root / "README.md", *root.glob("rollouts/*/*.json"), *root.glob("traces/*/*.jsonl"),
+             *root.glob("index/*/*.jsonl")]
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in paths}
 
 
@@ -101,6 +102,30 @@ def test_the_first_push_carries_the_card_records_and_index(tmp_path, hub, open_s
     assert json.loads(Path(got).read_bytes()) == store.load(row["episode_id"])
 
 
+def trace_record(trace: str) -> str:
+    """`traces/<day>/<id>.jsonl` -> `rollouts/<day>/<id>.json`."""
+    return trace.replace("traces/", "rollouts/", 1).removesuffix("l")
+
+
+def test_traces_written_by_the_backfill_go_up_at_the_next_start_without_a_flush(tmp_path, hub, open_store):
+    store = open_store(tmp_path)
+    records = make_records(3, seed=31)
+    save_all(store, records)
+    for trace in tmp_path.glob("traces/*/*.jsonl"):
+        trace.unlink()  # rollouts saved before traces existed
+    assert store.flush(timeout=30)
+    store.close()
+    assert not [p for p in hub.files(REPO) if p.startswith("traces/")]
+
+    assert traces.backfill(tmp_path).new == 3
+    again = open_store(tmp_path, writer_id="w2")
+    assert wait_for(lambda: len(hub.commits(REPO)) == 2)
+    latest = hub.commits(REPO)[-1]
+    assert sorted(latest.paths) == sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.glob("traces/*/*"))
+    assert latest.message == "Add 3 agent traces"
+    assert hub.files(REPO) == local_files(tmp_path) and again.status()["waiting"] == 0
+
+
 def test_every_n_rollouts_triggers_a_push_without_flush(tmp_path, hub, open_store):
     store = open_store(tmp_path, push_every_n=3)
     records = make_records(5, seed=2)
@@ -125,10 +150,16 @@ def test_a_big_backlog_goes_in_commits_under_100_files_with_the_index_last(tmp_p
     save_all(store, records)
     assert store.flush(timeout=120)
     commits = hub.commits(REPO)
-    assert len(commits) == 3 and all(len(c.paths) < 100 for c in commits)
+    files = len(local_files(tmp_path))  # the card, 230 records, their 230 traces, the index files
+    assert len(commits) == -(-files // hub_push.MAX_FILES_PER_COMMIT) and all(len(c.paths) < 100 for c in commits)
     assert not any(p.startswith("index/") for c in commits[:-1] for p in c.paths)
     assert set(times_committed(hub).values()) == {1}
     assert hub.files(REPO) == local_files(tmp_path)
+    # A trace never lands before its record: it names the record it came from.
+    landed = {path: n for n, commit in enumerate(commits) for path in commit.paths}
+    traces = [path for path in landed if path.startswith("traces/")]
+    assert len(traces) == 230 and any(landed[path] > 0 for path in traces)
+    assert all(landed[path] >= landed[trace_record(path)] for path in traces)
 
 
 def test_server_errors_are_retried_and_nothing_is_lost_or_doubled(tmp_path, hub, open_store):
@@ -301,6 +332,7 @@ def test_load_dataset_reads_both_configs_from_the_hub(tmp_path, hub, open_store)
     records[0]["judge"] = {"score": 2}  # an extra record field: the card grows, the Hub copy still loads
     save_all(store, records)
     assert store.flush(timeout=30)
+    assert sum(p.startswith("traces/") for p in hub.files(REPO)) == len(records)  # the configs load beside them
     script = (
         "import json, sys, datasets\n"
         "out = {}\n"
