@@ -131,9 +131,9 @@ class PushJournal:
 
 
 def dataset_files(root: Path) -> list[str]:
-    """The folder's files that belong in the dataset repo, card first, then records, then index files."""
+    """The folder's files that belong in the dataset repo, card first, then records, matches, index files."""
     files = ["README.md"] if (root / "README.md").is_file() else []
-    for pattern in ("rollouts/*/*.json", "index/*/*.jsonl", "index/*/*.parquet"):
+    for pattern in ("rollouts/*/*.json", "matches/*/*.jsonl", "index/*/*.jsonl", "index/*/*.parquet"):
         files += sorted(p.relative_to(root).as_posix() for p in root.glob(pattern) if not p.name.startswith("."))
     return files
 
@@ -480,6 +480,8 @@ def _message(operations: list[CommitOperationAdd | CommitOperationDelete]) -> st
     paths = [op.path_in_repo for op in operations]
     rollouts = sum(rel.startswith("rollouts/") for rel in paths)
     parts = [f"add {rollouts} rollout{'s' * (rollouts != 1)}"] if rollouts else []
+    if any(rel.startswith("matches/") for rel in paths):
+        parts.append("update the matches")
     if any(rel.startswith("index/") for rel in paths):
         parts.append("update the index")
     if "README.md" in paths:

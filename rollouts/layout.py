@@ -4,6 +4,7 @@
     rollouts/<YYYY-MM-DD>/<episode_id>.json   one record, on one line
     index/<YYYY-MM-DD>/<writer_id>.jsonl      one flat index row per rollout, appended by one writer
     index/<YYYY-MM-DD>/<writer_id>.parquet    the same rows, compacted (rollouts.compact folds JSONL rows in)
+    matches/<YYYY-MM-DD>/<writer_id>.jsonl    one row per arena match, by the day it started (rollouts.matches)
     .push/                                    the local push journal, locks and running episodes (never pushed)
 
 Every path of the dataset is made or recognised here, so a reader can trust a path only after `record_rel` or
@@ -26,6 +27,8 @@ PUSH_DIR = ".push"
 RECORD_GLOB = f"{RECORDS_DIR}/*/*.json"
 INDEX_GLOB = f"{INDEX_DIR}/*/*.jsonl"
 INDEX_PARQUET_GLOB = f"{INDEX_DIR}/*/*.parquet"
+MATCHES_DIR = "matches"
+MATCH_GLOB = f"{MATCHES_DIR}/*/*.jsonl"
 WRITER_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 RECORD_REL = re.compile(rf"{RECORDS_DIR}/(\d{{4}}-\d{{2}}-\d{{2}})/({EPISODE_ID.pattern})\.json")
 DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -66,6 +69,13 @@ def index_rel(day: str, writer_id: str) -> str:
 def index_parquet_rel(day: str, writer_id: str) -> str:
     """One writer's compacted index file for one day: the same flat rows as its JSONL, as Parquet."""
     return f"{INDEX_DIR}/{day}/{writer_id}.parquet"
+
+
+def match_rel(day: str, writer_id: str) -> str:
+    """One writer's match rows for one day (the day each match started, UTC), laid out as the index is."""
+    if not DAY.fullmatch(day or "") or not WRITER_ID.fullmatch(writer_id or ""):
+        raise ValueError(f"no match file for writer {str(writer_id)[:80]!r} on {str(day)[:20]!r}")
+    return f"{MATCHES_DIR}/{day}/{writer_id}.jsonl"
 
 
 def inside(root: Path, rel: str) -> Path | None:

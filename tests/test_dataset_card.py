@@ -25,7 +25,7 @@ def front_matter(card: str) -> dict:
     return yaml.safe_load(card[4:].partition("\n---\n")[0])
 
 
-def test_the_card_declares_licence_attribution_and_two_configs():
+def test_the_card_declares_licence_attribution_and_its_configs():
     card = dataset_card.render()
     meta = front_matter(card)
     assert meta["license"] == "cc-by-sa-4.0"
@@ -39,7 +39,8 @@ def test_the_card_declares_licence_attribution_and_two_configs():
 def test_huggingface_hub_and_datasets_read_the_yaml_as_meant():
     data = DatasetCard(dataset_card.render(["judge"])).data
     configs = MetadataConfigs.from_dataset_card_data(data)
-    assert set(configs) == {"index", "rollouts"} and configs["index"]["default"] is True
+    assert set(configs) == {"index", "rollouts", "matches"} and configs["index"]["default"] is True
+    assert configs["matches"]["data_files"] == [{"split": "train", "path": "matches/*/*.jsonl"}]
     infos = DatasetInfosDict.from_dataset_card_data(data)
     index = infos["index"].features
     assert list(index) == list(COLUMNS)
@@ -49,6 +50,9 @@ def test_huggingface_hub_and_datasets_read_the_yaml_as_meant():
     records = infos["rollouts"].features
     assert records["messages"] == datasets.List(datasets.Json()) and records["final"] == datasets.Json()
     assert records["judge"] == datasets.Json() and records["errors"] == datasets.List(datasets.Value("string"))
+    matches = infos["matches"].features
+    assert matches["votes"] == {choice: datasets.Value("int64") for choice in ("a", "b", "tie", "both_bad")}
+    assert matches["reward_a"] == datasets.Value("float64") and matches["winner"] == datasets.Value("string")
 
 
 def test_record_fields_reads_back_what_a_card_declares():
