@@ -69,7 +69,9 @@ def cells_sql(where: str = "true") -> str:
 
 
 def fetch_cells(con: duckdb.DuckDBPyConnection, where: str = "true", params: Sequence[Any] = ()) -> pa.Table:
-    """`cells_sql(where)` run with `params` on a connection that has the `rollouts` view, as an Arrow table."""
+    """`cells_sql(where)` run with `params` on a connection that has the `rollouts` view, as an Arrow table.
+    Through rollouts.index_sql.IndexEngine: `engine.sql(cells_sql(where), params).fetchnumpy()` under
+    `engine.lock` (its `where(filters)` gives both), a mapping `ratings` takes as it is."""
     return con.sql(cells_sql(where), params=list(params)).to_arrow_table()
 
 

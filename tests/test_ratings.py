@@ -11,6 +11,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from rollouts.index_sql import IndexEngine
+from rollouts.query import Filters
 from rollouts.ratings import (
     ANCHOR,
     ELO_PER_NAT,
@@ -21,6 +23,7 @@ from rollouts.ratings import (
     ratings_markdown,
     upper_bound_ranks,
 )
+from testkit.index_rows import index_table
 
 MODELS = [ANCHOR, *(f"model-{k:02d}" for k in range(11))]
 # Elo ratings relative to the anchor; every gap at least 60 points, so the order is not a coin toss.
@@ -192,3 +195,20 @@ def test_a_million_rows_rate_well_within_the_leaderboards_time():
     # The target is 500 ms on a quiet machine (about 60 + 30 ms measured); the bound leaves room for 5 other
     # developers' tests on the same two cores while still catching a slip of an order of magnitude.
     assert total_s < 1.5, f"cells {sql_s * 1000:.0f} ms, total {total_s * 1000:.0f} ms"
+
+
+def test_the_cells_query_runs_on_the_browse_index_view_with_its_filters():
+    rows = index_table(300, seed=4)
+    engine = IndexEngine(threads=1)
+    engine.set_table("local", rows)
+    where, params = engine.where(Filters(models=("baseline:naive", "baseline:greedy")))
+    with engine.lock:
+        table = pa.table(engine.sql(cells_sql(where), params).fetchnumpy())
+    expected = {}
+    for row in rows.to_pylist():
+        if row["model"] in ("baseline:naive", "baseline:greedy"):
+            expected.setdefault((row["task_id"], row["model"]), []).append(row["reward"] or 0.0)
+    got = {(c["task_id"], c["model"]): c["mean_reward"] for c in table.to_pylist()}
+    assert got.keys() == expected.keys() and len(got) > 10
+    assert all(got[key] == pytest.approx(sum(values) / len(values)) for key, values in expected.items())
+    assert {line.model for line in ratings(table)} == {"baseline:naive", "baseline:greedy"}
