@@ -1,11 +1,12 @@
 """The rollout dataset's README.md: what it holds, its licence, and the YAML that tells `datasets` how to read it.
 
 Three configs: `index` (default; the flat rows in `index/*/*.jsonl`), `rollouts` (the full records in
-`rollouts/*/*.json`) and `traces` (each record as an agent trace in `traces/*/*.jsonl`, rollouts.traces). Compacted
-index rows (`index/*/*.parquet`, rollouts.index.compaction) are no config: `datasets` picks one builder for a whole repo from
-its first config's files, so a Parquet config beside the JSON ones would be read as JSON; the card says how to read
-them (the Parquet builder, DuckDB, pandas). `index` and `rollouts` declare their features, so the column types never
-depend on which files happen to be read:
+`rollouts/*/*.json`), `traces` (each record as an agent trace in `traces/*/*.jsonl`, rollouts.traces) and `matches`
+(arena matches, `matches/*/*.jsonl`, rollouts.matches; a folder without any still loads the others). Compacted
+index rows (`index/*/*.parquet`, rollouts.index.compaction) are no config: `datasets` picks one builder for a whole
+repo from its first config's files, so a Parquet config beside the JSON ones would be read as JSON; the card says how
+to read them (the Parquet builder, DuckDB, pandas). `index`, `rollouts` and `matches` declare their features, so the
+column types never depend on which files happen to be read:
 
 - `index` columns are flat scalars with the types of `rollouts.schema.COLUMNS`;
 - `rollouts` nested parts (`messages`, `steps`, `final`, ...) vary in shape from record to record (a tool result is
@@ -30,7 +31,8 @@ from collections.abc import Iterable
 
 import yaml
 
-from rollouts.layout import TRACE_GLOB
+from rollouts.layout import MATCH_GLOB, TRACE_GLOB
+from rollouts.matches import MATCH_COLUMNS, VOTE_CHOICES
 from rollouts.schema import COLUMNS
 
 LICENSE = "cc-by-sa-4.0"
@@ -41,6 +43,12 @@ _SCALAR = {str: "string", int: "int64", float: "float64", bool: "bool"}
 # timestamp cast back to string reads "2026-11-29 10:15:00": declaring `started` a timestamp keeps it exact.
 TIMESTAMP = "timestamp[us, tz=UTC]"
 INDEX_FEATURES: dict[str, str] = {name: _SCALAR[kind] for name, kind in COLUMNS.items()} | {"started": TIMESTAMP}
+# A match row's columns; `votes` is a struct of one count per choice.
+MATCH_FEATURES: list[dict] = [
+    {"name": name, "struct": [{"name": choice, "dtype": "int64"} for choice in VOTE_CHOICES]} if kind is dict
+    else {"name": name, "dtype": TIMESTAMP if name == "started" else _SCALAR[kind]}
+    for name, kind in MATCH_COLUMNS.items()
+]
 
 # Top-level record fields (DESIGN.md "The rollout record") -> feature spec.
 RECORD_FEATURES: dict[str, dict[str, str]] = {
@@ -84,6 +92,7 @@ rollouts/<YYYY-MM-DD>/<episode_id>.json     one full rollout record per file (da
 index/<YYYY-MM-DD>/<writer_id>.jsonl        one flat row per rollout, appended by each writer process
 index/<YYYY-MM-DD>/<writer_id>.parquet      the same rows, compacted: older rows folded out of the JSONL file
 traces/<YYYY-MM-DD>/<episode_id>.jsonl      the same rollout as an agent trace (Session Trace Simple Format)
+matches/<YYYY-MM-DD>/<writer_id>.jsonl      one row per arena match (two models on one task), by its start day
 ```
 
 Several processes and machines write to this dataset at once; each writes only its own index files (`writer_id`).
@@ -108,12 +117,17 @@ before. Should a compaction be interrupted, a row may briefly sit in both: keep 
   `berth-arena`, session id = episode id), for the Hub's trace viewer: the system prompt, the situation, each
   model turn with its reasoning and tool calls, and each tool result beside its call. One file per rollout; the
   session header names the record it came from.
+- `matches`: the arena's matches, one row each: `match_id`, `started`, `task_id`, `mode` (`named`: the visitor
+  chose the models, `random`: drawn), `model_a`, `model_b`, the two rollouts (`episode_a`, `episode_b`, their
+  `reward_a`, `reward_b`), `winner` (`a`, `b` or `tie`: higher reward, then lower cost, fewer checks, fewer
+  output tokens) and `votes`, the visitors' votes counted per choice (`a`, `b`, `tie`, `both_bad`).
 
 ```python
 from datasets import load_dataset
 index = load_dataset("<this repo or a local copy>", "index", split="train")
 records = load_dataset("<this repo or a local copy>", "rollouts", split="train")
 traces = load_dataset("<this repo or a local copy>", "traces", split="train")  # one row per session; needs `teich`
+matches = load_dataset("<this repo or a local copy>", "matches", split="train")
 # The compacted index rows (pandas.read_parquet and DuckDB read `hf://datasets/<repo>/index/*/*.parquet` too):
 compacted = load_dataset("parquet", data_files="hf://datasets/<this repo>/index/*/*.parquet", split="train")
 ```
@@ -144,12 +158,15 @@ def render(extra_fields: Iterable[str] = ()) -> str:
              "data_files": [{"split": "train", "path": "rollouts/*/*.json"}]},
             {"config_name": "traces",  # no dataset_info: see the module doc
              "data_files": [{"split": "train", "path": TRACE_GLOB}]},
+            {"config_name": "matches",
+             "data_files": [{"split": "train", "path": MATCH_GLOB}]},
         ],
         "dataset_info": [
             {"config_name": "index",
              "features": [{"name": name, "dtype": dtype} for name, dtype in INDEX_FEATURES.items()]},
             {"config_name": "rollouts",
              "features": [{"name": name, **spec} for name, spec in record_features.items()]},
+            {"config_name": "matches", "features": MATCH_FEATURES},
         ],
     }
     front = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=120)

@@ -56,7 +56,7 @@ from huggingface_hub.utils.sha import git_hash
 from rollouts import card as dataset_card
 from rollouts.index.compaction import compact
 from rollouts.jsonio import atomic_write
-from rollouts.layout import CARD, TRACE_GLOB, is_trace_rel
+from rollouts.layout import CARD, MATCH_GLOB, TRACE_GLOB, is_trace_rel
 
 log = logging.getLogger(__name__)
 
@@ -132,9 +132,9 @@ class PushJournal:
 
 
 def dataset_files(root: Path) -> list[str]:
-    """The folder's files that belong in the dataset repo, card first, then records, traces, index files."""
+    """The folder's files that belong in the dataset repo, card first, then records, traces, matches, index files."""
     files = ["README.md"] if (root / "README.md").is_file() else []
-    for pattern in ("rollouts/*/*.json", TRACE_GLOB, "index/*/*.jsonl", "index/*/*.parquet"):
+    for pattern in ("rollouts/*/*.json", TRACE_GLOB, MATCH_GLOB, "index/*/*.jsonl", "index/*/*.parquet"):
         files += sorted(p.relative_to(root).as_posix() for p in root.glob(pattern) if not p.name.startswith("."))
     return files
 
@@ -485,6 +485,8 @@ def _message(operations: list[CommitOperationAdd | CommitOperationDelete]) -> st
     parts = [f"add {rollouts} rollout{'s' * (rollouts != 1)}"] if rollouts else []
     if traces := sum(is_trace_rel(rel) for rel in paths):
         parts.append(f"{'' if rollouts else 'add '}{traces} agent trace{'s' * (traces != 1)}")
+    if any(rel.startswith("matches/") for rel in paths):
+        parts.append("update the matches")
     if any(rel.startswith("index/") for rel in paths):
         parts.append("update the index")
     if "README.md" in paths:

@@ -27,7 +27,7 @@ def front_matter(card: str) -> dict:
     return yaml.safe_load(card[4:].partition("\n---\n")[0])
 
 
-def test_the_card_declares_licence_attribution_and_three_configs():
+def test_the_card_declares_licence_attribution_and_its_configs():
     card = dataset_card.render()
     meta = front_matter(card)
     assert meta["license"] == "cc-by-sa-4.0"
@@ -39,13 +39,14 @@ def test_the_card_declares_licence_attribution_and_three_configs():
     assert configs["traces"]["data_files"] == [{"split": "train", "path": "traces/*/*.jsonl"}]
     assert {"agent-traces", "traces"} <= set(meta["tags"])
     # No features for `traces`: declared ones would make datasets (and the Hub's viewer) read lines, not sessions.
-    assert [info["config_name"] for info in meta["dataset_info"]] == ["index", "rollouts"]
+    assert [info["config_name"] for info in meta["dataset_info"]] == ["index", "rollouts", "matches"]
 
 
 def test_huggingface_hub_and_datasets_read_the_yaml_as_meant():
     data = DatasetCard(dataset_card.render(["judge"])).data
     configs = MetadataConfigs.from_dataset_card_data(data)
-    assert set(configs) == {"index", "rollouts", "traces"} and configs["index"]["default"] is True
+    assert set(configs) == {"index", "rollouts", "traces", "matches"} and configs["index"]["default"] is True
+    assert configs["matches"]["data_files"] == [{"split": "train", "path": "matches/*/*.jsonl"}]
     infos = DatasetInfosDict.from_dataset_card_data(data)
     assert "traces" not in infos
     index = infos["index"].features
@@ -56,6 +57,9 @@ def test_huggingface_hub_and_datasets_read_the_yaml_as_meant():
     records = infos["rollouts"].features
     assert records["messages"] == datasets.List(datasets.Json()) and records["final"] == datasets.Json()
     assert records["judge"] == datasets.Json() and records["errors"] == datasets.List(datasets.Value("string"))
+    matches = infos["matches"].features
+    assert matches["votes"] == {choice: datasets.Value("int64") for choice in ("a", "b", "tie", "both_bad")}
+    assert matches["reward_a"] == datasets.Value("float64") and matches["winner"] == datasets.Value("string")
 
 
 def test_record_fields_reads_back_what_a_card_declares():

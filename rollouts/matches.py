@@ -1,0 +1,224 @@
+"""Arena matches as data: one row per match in `matches/<YYYY-MM-DD>/<writer_id>.jsonl` (rollouts.layout).
+
+A match is two models on one task, each playing one episode; its row names both episodes and their rewards, the
+verdict (rollouts.arena) and the visitors' votes, counted per choice:
+
+    {"match_id": "3f9a0c1b2d4e", "started": "2026-11-29T10:15:00Z", "task_id": "dock-24B-w06x1-busy-0",
+     "mode": "random", "model_a": "openai:gpt-5.5", "model_b": "baseline:greedy", "episode_a": "a1b2c3d4e5f6",
+     "episode_b": "0f1e2d3c4b5a", "reward_a": 0.91, "reward_b": 0.64, "winner": "a",
+     "votes": {"a": 2, "b": 0, "tie": 1, "both_bad": 0}}
+
+Rows follow MATCH_COLUMNS exactly (no other key: the dataset card declares these columns, and `load_dataset`
+refuses a file with one more), validated on write and on read (`match_problem`).
+
+A vote rewrites its match's row in place (rollouts.jsonio.rewrite_lines) rather than appending a newer copy:
+each match stays one row, so `load_dataset(repo, "matches")`, the Hub's viewer and any query read the files as
+they are, with no "latest row wins" rule to know. The rewrite takes the file's lock and reads the counts under
+it, so concurrent votes (other threads or processes on the folder) are all counted, and a row appended meanwhile
+is kept. A match file holds one writer's matches of one day, so a rewrite stays small. Votes never enter the
+ratings (rollouts.ratings).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import pydantic
+from typing_extensions import TypedDict
+
+from rollouts.arena import verdict
+from rollouts.jsonio import append_line, json_line, read_json_lines, rewrite_lines
+from rollouts.layout import MATCH_GLOB, WRITER_ID, match_rel
+from rollouts.schema import first_problem, new_episode_id, started_at, utc_stamp, valid_episode_id
+
+log = logging.getLogger(__name__)
+
+Mode = Literal["named", "random"]
+Winner = Literal["a", "b", "tie"]
+MODES: tuple[str, ...] = Mode.__args__  # type: ignore[attr-defined]
+WINNERS: tuple[str, ...] = Winner.__args__  # type: ignore[attr-defined]
+VOTE_CHOICES = ("a", "b", "tie", "both_bad")
+# Column -> type, in row order (`votes` is {choice: count} for every choice of VOTE_CHOICES).
+MATCH_COLUMNS: dict[str, type] = {
+    "match_id": str, "started": str, "task_id": str, "mode": str, "model_a": str, "model_b": str,
+    "episode_a": str, "episode_b": str, "reward_a": float, "reward_b": float, "winner": str, "votes": dict,
+}
+_CONFIG = pydantic.ConfigDict(strict=True, extra="forbid", allow_inf_nan=False)
+_Count = Annotated[int, pydantic.Field(ge=0)]
+_Text = Annotated[str, pydantic.Field(min_length=1, max_length=300)]
+
+
+class Votes(TypedDict):
+    __pydantic_config__ = _CONFIG  # type: ignore[misc]
+    a: _Count
+    b: _Count
+    tie: _Count
+    both_bad: _Count
+
+
+class Match(TypedDict):
+    __pydantic_config__ = _CONFIG  # type: ignore[misc]
+    match_id: str
+    started: str
+    task_id: _Text
+    mode: Mode
+    model_a: _Text
+    model_b: _Text
+    episode_a: str
+    episode_b: str
+    reward_a: float | None  # None: that side's record had no finite reward
+    reward_b: float | None
+    winner: Winner
+    votes: Votes
+
+
+_MATCH = pydantic.TypeAdapter(Match)
+
+
+class MatchError(ValueError):
+    """A match row that does not follow the schema; the message names the field."""
+
+
+def no_votes() -> dict[str, int]:
+    return dict.fromkeys(VOTE_CHOICES, 0)
+
+
+def match_problem(row: Any) -> str | None:
+    """What is wrong with a match row, naming the field; None when it is sound."""
+    if not isinstance(row, dict):
+        return f"a match row is a JSON object, not {type(row).__name__}"
+    try:
+        _MATCH.validate_python(row)
+    except pydantic.ValidationError as exc:
+        return first_problem(exc, "match")
+    for key in ("match_id", "episode_a", "episode_b"):
+        if not valid_episode_id(row[key]):
+            return f"{key}: must be 1-64 letters, digits, '-' or '_', got {row[key][:80]!r}"
+    if row["episode_a"] == row["episode_b"]:
+        return "episode_b: a match is two episodes, but both sides name the same one"
+    try:
+        started_at(row)
+    except ValueError as exc:
+        return f"started: {exc}"
+    return None
+
+
+def validate_match(row: Any) -> dict:
+    """The row in column order when it follows the schema; MatchError naming the field otherwise."""
+    problem = match_problem(row)
+    if problem is not None:
+        raise MatchError(problem)
+    # One form of `started` for the whole column, as the index writes it (the card declares it a timestamp).
+    return {name: row[name] for name in MATCH_COLUMNS} | {"started": f"{started_at(row):%Y-%m-%dT%H:%M:%SZ}",
+                                                          "votes": {c: row["votes"][c] for c in VOTE_CHOICES}}
+
+
+def match_row(record_a: Mapping[str, Any], record_b: Mapping[str, Any], *, mode: str,
+              match_id: str | None = None, started: str | None = None) -> dict:
+    """A new match's row from its two finished records (same task): their rewards, the verdict, no votes yet.
+    `started` defaults to the earlier episode's start; `match_id` to a new random id."""
+    if record_a.get("task_id") != record_b.get("task_id"):
+        raise MatchError(f"task_id: a match is one task, got {record_a.get('task_id')!r} and "
+                         f"{record_b.get('task_id')!r}")
+    starts = sorted(utc_stamp(started_at(dict(r)).timestamp()) for r in (record_a, record_b))
+    judged = verdict(record_a, record_b)
+    return validate_match({
+        "match_id": match_id or new_episode_id(), "started": started or starts[0], "task_id": record_a["task_id"],
+        "mode": mode, "model_a": record_a.get("model"), "model_b": record_b.get("model"),
+        "episode_a": record_a.get("episode_id"), "episode_b": record_b.get("episode_id"),
+        "reward_a": _reward(record_a), "reward_b": _reward(record_b), "winner": judged.winner,
+        "votes": no_votes(),
+    })
+
+
+def _reward(record: Mapping[str, Any]) -> float | None:
+    value = record.get("reward")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+class MatchBook:
+    """The match rows of one rollout folder: this process appends its matches to its own files (`writer_id`, as
+    the store writes its index) and counts votes on any match of the folder. Thread- and process-safe through the
+    files' locks (rollouts.jsonio). `on_write(rel)` is called after each change, e.g. to tell the Hub pusher."""
+
+    def __init__(self, root: Path, writer_id: str, *, on_write: Callable[[str], None] | None = None) -> None:
+        if not WRITER_ID.fullmatch(writer_id or ""):
+            raise ValueError(f"writer id must be 1-64 letters, digits, '-' or '_', got {str(writer_id)[:80]!r}")
+        self.root = Path(root)
+        self.writer_id = writer_id
+        self._on_write = on_write or (lambda rel: None)
+        self._where: dict[str, str] = {}  # match id -> the file (relative) that holds its row
+
+    def add(self, row: dict) -> dict:
+        """Append a new match's row (validated; missing vote choices count 0); the row as written."""
+        votes = row.get("votes")
+        if votes is None or isinstance(votes, dict):  # anything else is left for validation to name
+            row = {**row, "votes": {**no_votes(), **(votes or {})}}
+        row = validate_match(row)
+        rel = match_rel(f"{started_at(row):%Y-%m-%d}", self.writer_id)
+        append_line(self.root / rel, json_line(row))
+        self._where[row["match_id"]] = rel
+        self._on_write(rel)
+        return row
+
+    def vote(self, match_id: str, choice: str) -> dict:
+        """Count one vote (`choice` one of VOTE_CHOICES) on a match of the folder; its row as it now stands.
+        KeyError when no file of the folder holds the match."""
+        if choice not in VOTE_CHOICES:
+            raise ValueError(f"a vote is one of {', '.join(VOTE_CHOICES)}, not {str(choice)[:40]!r}")
+        counted: list[dict] = []
+
+        def count(row: Any) -> dict | None:
+            if not isinstance(row, dict) or row.get("match_id") != match_id or counted or match_problem(row):
+                return None
+            votes = {**row["votes"], choice: row["votes"][choice] + 1}
+            counted.append({**row, "votes": votes})
+            return counted[-1]
+
+        for rescan in (False, True):
+            rel = self._locate(match_id, rescan=rescan)
+            if rel is not None and rewrite_lines(self.root / rel, count):
+                self._on_write(rel)
+                return counted[0]
+        raise KeyError(f"no match {match_id!r} in {self.root}")
+
+    def get(self, match_id: str) -> dict | None:
+        """The match's row as it stands on disk now (votes from every process included), or None."""
+        for rescan in (False, True):
+            rel = self._locate(match_id, rescan=rescan)
+            found = next((row for row in self._read(rel) if row["match_id"] == match_id), None) if rel else None
+            if found is not None:
+                return found
+        return None
+
+    def rows(self) -> list[dict]:
+        """Every sound match row of the folder, oldest file first (unsound ones are logged and left out)."""
+        rows = []
+        for path in sorted(self.root.glob(MATCH_GLOB), key=lambda p: p.relative_to(self.root).as_posix()):
+            rel = path.relative_to(self.root).as_posix()
+            found = self._read(rel)
+            self._where.update((row["match_id"], rel) for row in found)
+            rows += found
+        return rows
+
+    def _locate(self, match_id: str, *, rescan: bool) -> str | None:
+        if rescan or match_id not in self._where:
+            self.rows()  # another process may have added it since
+        return self._where.get(match_id)
+
+    def _read(self, rel: str) -> list[dict]:
+        try:
+            data = (self.root / rel).read_bytes()
+        except FileNotFoundError:
+            return []
+        values, _ = read_json_lines(data, where=rel)
+        sound = [value for value in values if match_problem(value) is None]
+        if len(sound) < len(values):
+            log.warning("left out %d unsound match row(s) in %s", len(values) - len(sound), rel)
+        return sound

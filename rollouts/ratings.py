@@ -1,0 +1,311 @@
+"""Arena ratings: a Bradley–Terry fit over the battles every task's rollouts make, on the Elo scale.
+
+A battle: on one task, two models that both have rollouts there; the higher mean reward on that task wins, equal
+means (within TIE_TOLERANCE: means computed in different orders differ in the last bits) are a tie, which counts
+half a win to each side. Every task makes a battle of every pair of its models.
+
+The fit (`ratings`):
+
+- Bradley–Terry maximum likelihood, P(i beats j) = 1 / (1 + exp(θj − θi)), with ties as half wins (FastChat's
+  `compute_bt` form), found by Newton's method on the log-likelihood, all fits of one call at once. Each step is
+  capped (MAX_STEP) and halved while it would lower the likelihood, so it converges from any start.
+- A weak prior: each θ (natural-log strength) is N(0, PRIOR_SD²), PRIOR_SD = 10 (≈1,700 Elo points). On real data
+  it moves a rating by well under a point (a pair of models with 20 battles: a quarter of a point); it is there
+  for the cases where the likelihood has no maximum: a model that won (or lost) every battle, or a group of models
+  that beat another group in every battle, whose MLE is at infinity. Such a model gets a finite rating that says
+  "far above (below) everyone it met" (one win over the anchor and nothing else: about 1,680), how far set by the
+  prior rather than the data, and a note saying so when it won or lost every battle itself.
+- The Elo scale: rating = 400 · log10(strength) = 400 / ln 10 · θ, shifted so ANCHOR (`baseline:naive`) is
+  ANCHOR_RATING (1000) when it fought a battle, otherwise so the rated models' mean is 1000.
+- Only models linked to the anchor by a chain of shared tasks are rated (without an anchor: the largest such
+  group). Ratings of two groups that never met have no common scale: a number for the other group would be the
+  prior's guess, so those models get no rating and a note saying why, as does a model that shares no task with
+  another model.
+- 95% intervals: BOOTSTRAP_ROUNDS resamples of the tasks that hold a battle (with replacement, seeded, so the
+  same cells give the same intervals), each fitted again; the 2.5th and 97.5th percentiles of each model's
+  rating. Resampling tasks rather than battles keeps the battles of one task together (they come from the same
+  rewards, so they are not independent). A resample where a model fought no battle linked to the anchor leaves
+  it out of that model's percentiles. With an anchor, the anchor's interval is its point: intervals are relative
+  to it. With a handful of tasks the bootstrap understates the spread (tasks all alike in every resample; a single
+  shared task gives a point), so a narrow interval means little until there are tens of tasks.
+- Rank, "upper bound" as the arenas show it: 1 + the number of rated models whose interval lies wholly above this
+  model's (their ci_low > this ci_high).
+
+Input: cells (task_id, model, mean_reward), one per task and model, which `cells_sql` aggregates in DuckDB from
+the index view `rollouts` (rollouts.index.engine), so a million rows never leave the engine: only tasks x models
+cells do. Votes on matches (rollouts.matches) never enter a rating.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+ANCHOR = "baseline:naive"
+ANCHOR_RATING = 1000.0
+ELO_PER_NAT = 400.0 / math.log(10.0)  # Elo points per unit of natural-log strength
+BOOTSTRAP_ROUNDS = 100
+TIE_TOLERANCE = 1e-9
+PRIOR_SD = 10.0
+MAX_STEP = 2.0  # natural-log units per Newton step, at most
+MAX_ITERATIONS = 100
+CONVERGED = 1e-9  # a step this small (natural-log units) ends the fit
+HALVINGS = 20
+CHUNK_CELLS = 1 << 22  # tasks x pairs held at once while counting battles (32 MB per float64 array)
+
+CELLS_SQL = ("SELECT task_id, model, avg(reward) AS mean_reward FROM rollouts "
+             "WHERE ({where}) AND task_id IS NOT NULL AND model IS NOT NULL AND reward IS NOT NULL GROUP BY ALL")
+
+
+def cells_sql(where: str = "true") -> str:
+    """The query that turns the index view's rows matching `where` into one cell per task and model."""
+    return CELLS_SQL.format(where=where)
+
+
+def fetch_cells(con: duckdb.DuckDBPyConnection, where: str = "true", params: Sequence[Any] = ()) -> pa.Table:
+    """`cells_sql(where)` run with `params` on a connection that has the `rollouts` view, as an Arrow table.
+    Through rollouts.index.engine.IndexEngine: `engine.sql(cells_sql(where), params).fetchnumpy()` under
+    `engine.lock` (its `where(filters)` gives both), a mapping `ratings` takes as it is."""
+    return con.sql(cells_sql(where), params=list(params)).to_arrow_table()
+
+
+@dataclass(frozen=True)
+class Rating:
+    """One model's line. `rating`, `ci_low`, `ci_high` and `rank` are None when it has no rating (`note` says
+    why; a rated model that won or lost every battle has a note too); battles, wins, losses and ties count every
+    battle it fought, rated or not."""
+
+    model: str
+    rating: float | None
+    ci_low: float | None
+    ci_high: float | None
+    rank: int | None
+    battles: int
+    wins: int
+    losses: int
+    ties: int
+    note: str | None = None
+
+
+@dataclass
+class _Battles:
+    models: list[str]
+    pairs: tuple[np.ndarray, np.ndarray]  # (i, j), i < j: every pair of models
+    wins: np.ndarray  # (fits, pairs): battles i won over j, ties as halves, weighted by each fit's task counts
+    games: np.ndarray  # (fits, pairs): battles between i and j, likewise weighted
+    outcome: np.ndarray  # (3, pairs): unweighted counts of i winning, tying, losing against j
+
+
+def ratings(cells: pa.Table | Mapping[str, Any], *, anchor: str = ANCHOR, rounds: int = BOOTSTRAP_ROUNDS,
+            seed: int = 0) -> list[Rating]:
+    """Every model of `cells` (columns task_id, model, mean_reward), rated models best first, then the unrated
+    ones by name. Seeded: the same cells (in any order) and seed give the same intervals."""
+    battles = _battles(cells, rounds, seed)
+    if battles is None:
+        return []
+    models, m = battles.models, len(battles.models)
+    wins = np.zeros((battles.wins.shape[0], m, m))
+    i, j = battles.pairs
+    wins[:, i, j], wins[:, j, i] = battles.wins, battles.games - battles.wins
+    theta = _fit(wins)
+    games = wins + wins.transpose(0, 2, 1)
+    linked = _linked(games > 0)
+    has_anchor = anchor in models and games[0, models.index(anchor)].any()
+    everyone = np.ones(m, dtype=bool)
+    ref = models.index(anchor) if has_anchor else _largest_group(linked[0], games[0], everyone)
+    rated = linked[:, ref] & (games[0].sum(1) > 0)  # (fits, models): the anchor's group in each fit
+    if not has_anchor:  # each resample: its own largest group among the models rated on all tasks
+        refs = [_largest_group(linked[f], games[f], rated[0]) for f in range(1, len(wins))]
+        rated[1:] = linked[np.arange(1, len(wins)), refs] & rated[0]
+    # Differences first, so the anchor comes out at exactly ANCHOR_RATING.
+    elo = ELO_PER_NAT * (theta - (theta[:, [ref]] if has_anchor else _masked_mean(theta, rated)[:, None]))
+    elo = np.where(rated, elo + ANCHOR_RATING, np.nan)
+    return _lines(battles, elo, rated[0], _note(anchor if has_anchor else None))
+
+
+def _note(anchor: str | None) -> str:
+    if anchor:
+        return f"no rating: no chain of shared tasks links it to {anchor}"
+    return "no rating: it shares no task, directly or through other models, with the larger group rated"
+
+
+def _battles(cells: pa.Table | Mapping[str, Any], rounds: int, seed: int) -> _Battles | None:
+    """The battles of every task, counted for the full data and for each bootstrap resample of the tasks."""
+    task_ids, model_ids, means = (_column(cells, name) for name in ("task_id", "model", "mean_reward"))
+    means = means.astype(float)
+    known = ~np.isnan(means)
+    models, model_code = np.unique(model_ids.astype(str), return_inverse=True)
+    if not len(models):
+        return None
+    tasks, task_code = np.unique(task_ids[known].astype(str), return_inverse=True)
+    m = len(models)
+    # One mean per task and model (duplicates are averaged), NaN where the model has none.
+    flat = task_code * m + model_code[known]
+    total = np.bincount(flat, weights=means[known], minlength=len(tasks) * m)
+    count = np.bincount(flat, minlength=len(tasks) * m)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        table = (total / count).reshape(len(tasks), m)
+    table = table[(count.reshape(len(tasks), m) > 0).sum(1) >= 2]  # tasks with at least one battle
+    pairs = np.triu_indices(m, 1)
+    weights = _task_weights(len(table), rounds, seed)
+    wins = np.zeros((len(weights), len(pairs[0])))
+    games = np.zeros_like(wins)
+    outcome = np.zeros((3, len(pairs[0])))
+    step = max(1, CHUNK_CELLS // max(1, len(pairs[0])))
+    for start in range(0, len(table), step):
+        part = table[start:start + step]
+        diff = part[:, pairs[0]] - part[:, pairs[1]]  # NaN where either model is missing
+        met = ~np.isnan(diff)
+        won, tied = diff > TIE_TOLERANCE, np.abs(diff) <= TIE_TOLERANCE
+        lost = diff < -TIE_TOLERANCE
+        chunk = weights[:, start:start + step]
+        wins += chunk @ (won + 0.5 * tied)
+        games += chunk @ met
+        outcome += np.stack([won.sum(0), tied.sum(0), lost.sum(0)])
+    return _Battles([str(model) for model in models], pairs, wins, games, outcome)
+
+
+def _task_weights(tasks: int, rounds: int, seed: int) -> np.ndarray:
+    """(1 + rounds, tasks): each task once for the fit on all the data, then how many times each resample drew it
+    (a multinomial draw of `tasks` tasks is a resample with replacement, as counts)."""
+    if not tasks:
+        return np.zeros((1 + rounds, 0))
+    drawn = np.random.default_rng(seed).multinomial(tasks, np.full(tasks, 1.0 / tasks), size=rounds)
+    return np.vstack([np.ones(tasks), drawn])
+
+
+def _column(cells: pa.Table | Mapping[str, Any], name: str) -> np.ndarray:
+    values = cells[name]
+    if isinstance(values, pa.ChunkedArray | pa.Array):
+        return values.to_numpy(zero_copy_only=False)
+    return np.asarray(values, dtype=object if name != "mean_reward" else float)
+
+
+def _fit(wins: np.ndarray) -> np.ndarray:
+    """θ (fits, models): the posterior mode of each fit's wins matrix (wins[f, i, j]: i's wins over j, ties as
+    halves) under the N(0, PRIOR_SD²) prior, by capped and damped Newton steps on all fits at once."""
+    fits, m, _ = wins.shape
+    games = wins + wins.transpose(0, 2, 1)
+    scored = wins.sum(2)
+    prior = 1.0 / PRIOR_SD ** 2
+    theta = np.zeros((fits, m))
+    value = _log_posterior(theta, wins, prior)
+    eye = np.eye(m)
+    for _ in range(MAX_ITERATIONS):
+        p = _sigmoid(theta[:, :, None] - theta[:, None, :])
+        grad = scored - (games * p).sum(2) - prior * theta
+        weight = games * p * (1.0 - p)
+        # The negative Hessian: a weighted graph Laplacian plus the prior, so positive definite.
+        curvature = eye * (weight.sum(2) + prior)[:, :, None] - weight
+        step = np.linalg.solve(curvature, grad[:, :, None])[:, :, 0]
+        size = np.abs(step).max(1)
+        step *= np.minimum(1.0, MAX_STEP / np.maximum(size, 1e-300))[:, None]
+        scale = np.ones(fits)
+        for _ in range(HALVINGS):
+            trial = theta + scale[:, None] * step
+            trial_value = _log_posterior(trial, wins, prior)
+            worse = trial_value < value - 1e-12 * np.abs(value)
+            if not worse.any():
+                break
+            scale = np.where(worse, scale / 2, scale)
+        theta, value = trial, trial_value
+        if (np.abs(scale[:, None] * step)).max() < CONVERGED:
+            break
+    return theta
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-np.clip(x, -500.0, 500.0)))
+
+
+def _log_posterior(theta: np.ndarray, wins: np.ndarray, prior: float) -> np.ndarray:
+    diff = theta[:, :, None] - theta[:, None, :]
+    return -(wins * np.logaddexp(0.0, -diff)).sum((1, 2)) - 0.5 * prior * (theta ** 2).sum(1)
+
+
+def _linked(met: np.ndarray) -> np.ndarray:
+    """linked[f, i, j]: a chain of battles joins i and j in fit f (each model is linked to itself)."""
+    reach = met | np.eye(met.shape[1], dtype=bool)
+    while True:
+        wider = (reach.astype(np.float32) @ reach.astype(np.float32)) > 0
+        if (wider == reach).all():
+            return reach
+        reach = wider
+
+
+def _largest_group(linked: np.ndarray, games: np.ndarray, among: np.ndarray) -> int:
+    """A model of the largest linked group of models `among` that fought (most models, then most battles, then the
+    first by name)."""
+    candidates = among & (games.sum(1) > 0)
+    members = linked & candidates[None, :]
+    size = members.sum(1) * candidates
+    battles = members.astype(float) @ games.sum(1)
+    return int(np.lexsort((-np.arange(len(size)), battles, size))[-1])
+
+
+def _masked_mean(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    count = mask.sum(1)
+    return np.where(count > 0, np.where(mask, values, 0.0).sum(1) / np.maximum(count, 1), 0.0)
+
+
+def _lines(battles: _Battles, elo: np.ndarray, rated: np.ndarray, unlinked: str) -> list[Rating]:
+    """One Rating per model from its point rating (elo[0]) and its resamples (elo[1:])."""
+    m = len(battles.models)
+    i, j = battles.pairs
+    won, tied, lost = battles.outcome
+    wins = np.bincount(i, won, m) + np.bincount(j, lost, m)
+    losses = np.bincount(i, lost, m) + np.bincount(j, won, m)
+    ties = np.bincount(i, tied, m) + np.bincount(j, tied, m)
+    low, high = np.full(m, np.nan), np.full(m, np.nan)
+    for k in np.flatnonzero(rated):
+        resampled = elo[1:, k][~np.isnan(elo[1:, k])]
+        low[k], high[k] = np.percentile(resampled, [2.5, 97.5]) if len(resampled) else (elo[0, k], elo[0, k])
+    ranks = upper_bound_ranks(low, high)
+    lines = []
+    for k, model in enumerate(battles.models):
+        fought = int(wins[k] + losses[k] + ties[k])
+        counts = {"battles": fought, "wins": int(wins[k]), "losses": int(losses[k]), "ties": int(ties[k])}
+        if rated[k]:
+            one_sided = "won" if not losses[k] and not ties[k] else "lost" if not wins[k] and not ties[k] else None
+            note = f"{one_sided} every battle: how far it stands from the others is the prior's guess" \
+                if one_sided else None
+            lines.append(Rating(model, float(elo[0, k]), float(low[k]), float(high[k]), int(ranks[k]), **counts,
+                                note=note))
+        else:
+            note = unlinked if fought else "no rating: it shares no task with another model"
+            lines.append(Rating(model, None, None, None, None, **counts, note=note))
+    return sorted(lines, key=lambda r: (r.rating is None, -(r.rating or 0.0), r.model))
+
+
+def upper_bound_ranks(low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """1 + the number of models whose interval lies wholly above each one's (NaN intervals count for nothing)."""
+    low, high = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
+    above = low[None, :] > high[:, None]  # above[k, other]: other's interval is wholly above k's
+    return 1 + above.sum(1)
+
+
+def ratings_json(lines: Sequence[Rating]) -> list[dict]:
+    """`python -m agent ratings --json`: {model, rating, ci_low, ci_high, rank, battles, wins, losses, ties, note}
+    per model, ratings to one decimal (null without a rating)."""
+    out = []
+    for line in lines:
+        item = asdict(line)
+        for key in ("rating", "ci_low", "ci_high"):
+            item[key] = None if item[key] is None else round(item[key], 1)
+        out.append(item)
+    return out
+
+
+def ratings_markdown(lines: Sequence[Rating]) -> str:
+    """The ratings as a Markdown table, then one line per model without a rating saying why."""
+    rows = ["| rank | model | rating (95% CI) | battles | wins | losses | ties |", "|---:|---|---:|---:|---:|---:|---:|"]
+    rows += [f"| {r.rank} | {r.model} | {r.rating:.0f} ({r.ci_low:.0f}-{r.ci_high:.0f}) | {r.battles} | {r.wins} "
+             f"| {r.losses} | {r.ties} |" for r in lines if r.rating is not None]
+    unrated = [f"{r.model}: {r.note} ({r.battles} battles)" for r in lines if r.rating is None]
+    return "\n".join([*rows, *([""] if unrated else []), *unrated]) + "\n"
