@@ -98,11 +98,6 @@ def svg_element(scene: Scene, x: float, y: float, width: float, height: float) -
     return f'<g transform="translate({left:.1f} {y:.1f}) scale({scale:.4f})">{body}</g>'
 
 
-def svg_size(scene: Scene) -> tuple[int, int]:
-    """The natural width and height of the scene's SVG."""
-    return _draw(scene)[:2]
-
-
 def _draw(scene: Scene) -> tuple[int, int, str]:
     width = LEFT + scene.plot_width + RIGHT
     out = [f"<title>{text(scene.title)}</title>" if scene.title else "", ""]   # [1]: the background, sized last
