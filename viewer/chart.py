@@ -1,5 +1,6 @@
 """Berth charts: one renderer for every plan the app draws (the task preview, each live draft, a stored rollout,
-a compare, the optimum). A plan is a time-space diagram of the quay: hours across, quay sections up.
+a compare, the optimum, the share page and its image). A plan is a time-space diagram of the quay: hours across,
+quay sections up.
 
 Each ship is drawn as the grader's checker sees it (`berth_env.check`), so a chart never disagrees with a grade:
 ships with problems are outlined red with the rule they break on hover; a ship the plan moved off its published
@@ -8,8 +9,12 @@ orange; late ships, priority and emergency ships carry a mark; the wind-waiting 
 wind window to end) is lighter. Behind them: closed sections, ships already alongside, wind windows and crane
 outages; below, on crane-rule tasks, the cranes in use against the cranes available, hour by hour.
 
-The layers are drawn by viewer/chart_layers.py; this module reads the plan, sizes the axes and assembles figures.
-On a narrow screen the chart keeps a minimum width and scrolls sideways (app CSS `.berth-chart`), never squeezed.
+One scene, two outputs: this module reads the plan, sizes the axes and assembles a scene (plain data,
+viewer/chart_scene.py) from the layers (viewer/chart_layers.py); `*_scene` functions return it, the plotly
+functions (`berth_chart`, `side_by_side`, `preview_chart`, `step_chart`, `optimum_chart`) draw it as the figure
+the app shows (viewer/chart_plotly.py), and `berth_chart_svg` / `chart_svg` draw it as an SVG document
+(viewer/chart_svg.py). On a narrow screen the app's chart keeps a minimum width and scrolls sideways (app CSS
+`.berth-chart`), never squeezed; the SVG has a viewBox and scales.
 """
 
 from __future__ import annotations
@@ -22,23 +27,16 @@ from datetime import timedelta
 from typing import Any
 
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from berth_env import PlanError, parse_plan
 from berth_env import check as check_entries
 from berth_env.baselines import published_plan
 from berth_env.rules import is_crane_task
 from viewer.chart_layers import (
-    ALONGSIDE_FILL,
-    CLOSED_FILL,
-    MOVED_FILL,
-    OUTAGE_FILL,
+    MARKS,
     PLOT_HEIGHT_PX,
     PLOT_WIDTH_PX,
-    SHIP_FILL,
-    VIOLATION_LINE,
-    WIND_FILL,
-    Panel,
+    TAIL_OPACITY,
     Scale,
     crane_series,
     draw_blocks,
@@ -46,14 +44,40 @@ from viewer.chart_layers import (
     draw_published,
     draw_ships,
     draw_weather_and_cranes,
-    esc,
     week_start,
 )
+from viewer.chart_plotly import to_figure
+from viewer.chart_scene import (
+    ALONGSIDE_FILL,
+    AVAILABLE_NAME,
+    CLOSED_FILL,
+    CRANE_LINE,
+    IN_USE_NAME,
+    MOVED_FILL,
+    MOVED_NAME,
+    OUTAGE_FILL,
+    OVER_NAME,
+    PUBLISHED_NAME,
+    SHIP_FILL,
+    TITLE_CHARS,
+    VIOLATION_LINE,
+    WIND_FILL,
+    Axis,
+    Cranes,
+    LegendItem,
+    Panel,
+    Scene,
+    clean,
+)
+from viewer.chart_svg import to_svg
 
-__all__ = ["MOVED_FILL", "SHIP_FILL", "VIOLATION_LINE", "PlanView", "berth_chart", "moved_ships", "optimum_chart",
-           "plan_steps", "preview_chart", "read_plan", "side_by_side", "step_chart"]
+__all__ = ["MOVED_FILL", "SHIP_FILL", "VIOLATION_LINE", "PlanView", "berth_chart", "berth_chart_svg", "berth_scene",
+           "chart_svg", "compare_scene", "moved_ships", "optimum_chart", "optimum_scene", "plan_steps",
+           "preview_chart", "preview_scene", "read_plan", "side_by_side", "step_chart", "step_scene"]
 
 _WEEKS = re.compile(r"-w\d+x(\d+)-")
+CHANGED = "changed since the previous draft"
+chart_svg = to_svg   # a scene as an SVG document: `chart_svg(step_scene(...))`
 
 
 @dataclass
@@ -126,38 +150,36 @@ def _y_span(task: Mapping[str, Any], views: Iterable[PlanView]) -> tuple[float, 
     return min(lows) - 0.5, max(highs) + 0.5
 
 
-def _scale(task: Mapping[str, Any], y_span: tuple[float, float]) -> Scale:
-    return Scale(PLOT_WIDTH_PX / max(1, _horizon(task) + 4), PLOT_HEIGHT_PX / max(1.0, y_span[1] - y_span[0]))
+def _scale(task: Mapping[str, Any], y_span: tuple[float, float], size: tuple[int, int]) -> Scale:
+    return Scale(size[0] / max(1, _horizon(task) + 4), size[1] / max(1.0, y_span[1] - y_span[0]))
 
 
-def _axes(task: Mapping[str, Any], panels: Sequence[Panel], y_span: tuple[float, float]) -> tuple[dict, dict]:
+def _axes(task: Mapping[str, Any], panels: Sequence[Panel], y_span: tuple[float, float],
+          width: int) -> tuple[Axis, Axis]:
     """The hour axis (a gridline every midnight, labelled with days) and the section axis, shared by all panels."""
     xs = [x for p in panels for x in p.x_extent]
     x_lo, x_hi = min([0, *xs]), max([_horizon(task), *xs])
     start = week_start(task)
     ticks = list(range(0, x_hi + 1, 24))
     # A day label takes about 80 px; on longer tasks only every other (or third) midnight is labelled.
-    every = max(1, -(-len(ticks) * 80 // PLOT_WIDTH_PX))
+    every = max(1, -(-len(ticks) * 80 // width))
     labels = [("" if i % every else (start + timedelta(hours=h)).strftime("%a %d %b") if start else f"h{h}")
               for i, h in enumerate(ticks)]
     day0 = start.strftime("%a %d %b %Y") if start else "hour 0"
-    xaxis = {"range": [x_lo - 2, x_hi + 2], "tickvals": ticks, "ticktext": labels, "tickangle": 0,
-             "zeroline": False, "showgrid": True, "gridcolor": "#e6e6e6",
-             "title": {"text": f"hour (0 = {day0} 00:00 UTC)", "font": {"size": 11}}}
-    yaxis = {"range": list(y_span), "dtick": 1 if y_span[1] - y_span[0] <= 23 else 2, "zeroline": False,
-             "title": {"text": "quay section", "font": {"size": 11}}, "showgrid": False, "fixedrange": True}
-    return xaxis, yaxis
+    x = Axis(x_lo - 2, x_hi + 2, f"hour (0 = {day0} 00:00 UTC)", ticks, labels)
+    y = Axis(y_span[0], y_span[1], "quay section", dtick=1 if y_span[1] - y_span[0] <= 23 else 2)
+    return x, y
 
 
-# -- panels and figures ------------------------------------------------------------------------------------------
+# -- panels and scenes -------------------------------------------------------------------------------------------
 
-def _panel(task: Mapping[str, Any], view: PlanView, xref: str, yref: str, highlight: set[int], changed_label: str,
-           y_span: tuple[float, float], *, published: bool) -> Panel:
-    panel = Panel(xref, yref)
+def _panel(task: Mapping[str, Any], view: PlanView, highlight: set[int], changed_label: str,
+           y_span: tuple[float, float], scale: Scale, *, published: bool) -> Panel:
+    panel = Panel()
     draw_weather_and_cranes(task, panel, y_span)
     draw_blocks(task, panel)
     if view.result is not None:
-        draw_ships(task, view.result, panel, _scale(task, y_span), highlight, changed_label)
+        draw_ships(task, view.result, panel, scale, highlight, changed_label)
         if published:
             draw_published(task, view.result, panel)
         draw_marks(task, view.result, panel)
@@ -166,7 +188,7 @@ def _panel(task: Mapping[str, Any], view: PlanView, xref: str, yref: str, highli
 
 def _verdict(view: PlanView, highlight: set[int], changed_label: str) -> str:
     if view.result is None:
-        return "no plan yet" if view.error == "no plan" else f"plan could not be read ({view.error})"
+        return "no plan yet" if view.error == "no plan" else f"plan could not be read ({clean(view.error, 100)})"
     result = view.result
     if result.feasible and not view.entry_problems:
         text = f"feasible · cost {result.cost}"
@@ -180,11 +202,11 @@ def _verdict(view: PlanView, highlight: set[int], changed_label: str) -> str:
     return text
 
 
-_LEGEND = {  # entry -> (label, fill, edge)
+_BOXES = {  # legend entry -> (label, fill, edge)
     "ship": ("ship", SHIP_FILL, "white"),
     "changed": (None, MOVED_FILL, "white"),
     "problem": ("breaks a rule (hover for which)", "white", VIOLATION_LINE),
-    "tail": ("waiting for the wind", "rgba(76,120,168,0.35)", "white"),
+    "tail": ("waiting for the wind", f"rgba(76,120,168,{TAIL_OPACITY})", "white"),
     "closed": ("closed", CLOSED_FILL, CLOSED_FILL),
     "alongside": ("already alongside", ALONGSIDE_FILL, ALONGSIDE_FILL),
     "wind": ("no moves (wind)", WIND_FILL, "rgba(90,150,220,0.5)"),
@@ -192,78 +214,123 @@ _LEGEND = {  # entry -> (label, fill, edge)
 }
 
 
-def _legend(panels: Sequence[Panel], changed_label: str) -> list[go.Scatter]:
-    wanted = set().union(*(p.legend for p in panels))
-    wanted.add("ship")
+def _legend(panels: Sequence[Panel], changed_label: str, cranes: Cranes | None) -> list[LegendItem]:
+    """Every legend entry, in the order plotly lists them: the traces' own entries, then the boxes."""
     items = []
-    for key, (label, fill, edge) in _LEGEND.items():
-        if key in wanted:
-            items.append(go.Scatter(
-                x=[None], y=[None], mode="markers", name=label or changed_label, hoverinfo="skip",
-                marker={"symbol": "square", "size": 12, "color": fill, "line": {"color": edge, "width": 2}}))
+    if any(p.moves for p in panels):
+        items += [LegendItem(PUBLISHED_NAME, "ghost", "none", "#3c3c3c"), LegendItem(MOVED_NAME, "arrow", "#3c3c3c")]
+    kinds = {m.kind for p in panels for m in p.marks}
+    items += [LegendItem(name, "mark", colour, symbol=symbol) for kind, (name, symbol, colour) in MARKS.items()
+              if kind in kinds]
+    if cranes is not None:
+        items += [LegendItem(AVAILABLE_NAME, "line", CRANE_LINE, dash="dot"), LegendItem(IN_USE_NAME, "line", SHIP_FILL)]
+        if cranes.over:
+            items.append(LegendItem(OVER_NAME, "dot", VIOLATION_LINE))
+    wanted = {"ship"}.union(*(p.legend for p in panels))
+    items += [LegendItem(label or changed_label, "box", fill, edge) for key, (label, fill, edge) in _BOXES.items()
+              if key in wanted]
     return items
 
 
-def _layout(title: str, height: int) -> dict:
-    return {"title": {"text": esc(title), "font": {"size": 13}, "x": 0.01}, "height": height,
-            "margin": {"l": 56, "r": 16, "t": 48, "b": 96}, "plot_bgcolor": "white", "hovermode": "closest",
-            "dragmode": "pan", "legend": {"orientation": "h", "yanchor": "top", "y": -0.12 * 480 / height,
-                                          "x": 0, "font": {"size": 10}}}
+def berth_scene(task: Mapping[str, Any], plan: Any, *, check: Any = None, previous_plan: Any = None,
+                title: str | None = None, height: int | None = None, published: bool = True,
+                cranes: bool = True, highlight: set[int] | None = None, highlight_label: str = CHANGED,
+                size: tuple[int, int] = (PLOT_WIDTH_PX, PLOT_HEIGHT_PX)) -> Scene:
+    """The scene of one plan; see `berth_chart` for the options. `size`: the plot area (px) labels must fit."""
+    view = read_plan(task, plan, check)
+    if highlight is None:
+        highlight = moved_ships(task, plan, previous_plan) if previous_plan is not None and view.result else set()
+    changed_label = clean(highlight_label)
+    y_span = _y_span(task, [view])
+    panel = _panel(task, view, highlight, changed_label, y_span, _scale(task, y_span, size), published=published)
+    x, y = _axes(task, [panel], y_span, size[0])
+    heading = (clean(title, TITLE_CHARS) if title is not None
+               else f"{clean(task.get('task_id', ''))} · {_verdict(view, highlight, 'changed')}")
+    crane = Cranes(*crane_series(task, view.result, int(x.hi))) if cranes and is_crane_task(task) else None
+    return Scene(title=heading, x=x, y=y, panels=[panel], legend=_legend([panel], changed_label, crane), cranes=crane,
+                 height=height or (540 if crane else 460), plot_width=size[0], plot_height=size[1])
 
 
-def _crane_traces(task: Mapping[str, Any], view: PlanView, x_hi: int) -> list[go.Scatter]:
-    use, available = crane_series(task, view.result, x_hi)
-    hours = list(range(x_hi))
-    over = [h for h in hours if use[h] > available[h]]
-    traces = [
-        go.Scatter(x=hours, y=available, mode="lines", line={"shape": "hv", "color": "#5b3a8c", "dash": "dot"},
-                   name="cranes available", xaxis="x2", yaxis="y2", hovertemplate="h%{x}: %{y} available<extra></extra>"),
-        go.Scatter(x=hours, y=use, mode="lines", line={"shape": "hv", "color": SHIP_FILL, "width": 1.5},
-                   fill="tozeroy", fillcolor="rgba(76,120,168,0.15)", name="cranes in use", xaxis="x2", yaxis="y2",
-                   hovertemplate="h%{x}: %{y} in use<extra></extra>")]
-    if over:
-        traces.append(go.Scatter(
-            x=over, y=[use[h] for h in over], mode="markers", marker={"color": VIOLATION_LINE, "size": 5},
-            name="more cranes than available", xaxis="x2", yaxis="y2",
-            hovertemplate="h%{x}: %{y} in use, over the limit<extra></extra>"))
-    return traces
+def compare_scene(task: Mapping[str, Any], plan_a: Any, plan_b: Any, *, titles: tuple[str, str] = ("plan A", "plan B"),
+                  check_a: Any = None, check_b: Any = None, height: int = 820,
+                  size: tuple[int, int] = (PLOT_WIDTH_PX, PLOT_HEIGHT_PX)) -> Scene:
+    """Two plans of one task stacked on a shared hour axis; the ships placed differently highlighted in both."""
+    views = (read_plan(task, plan_a, check_a), read_plan(task, plan_b, check_b))
+    differ = moved_ships(task, plan_a, plan_b)
+    label = "placed differently"
+    y_span = _y_span(task, views)
+    scale = _scale(task, y_span, size)
+    panels = [_panel(task, view, differ, label, y_span, scale, published=False) for view in views]
+    for panel, title, view in zip(panels, titles, views, strict=True):
+        panel.subtitle = f"{clean(title, TITLE_CHARS)} · {_verdict(view, set(), label)}"
+    x, y = _axes(task, panels, y_span, size[0])
+    heading = f"{clean(task.get('task_id', ''))} · {len(differ)} ships placed differently"
+    return Scene(title=heading, x=x, y=y, panels=panels, legend=_legend(panels, label, None), height=height,
+                 plot_width=size[0], plot_height=size[1])
 
+
+def preview_scene(task: Mapping[str, Any]) -> Scene:
+    """The task as published: every ship where the port planned it, with what the disruptions broke in red."""
+    plan = published_plan(task)
+    return berth_scene(task, plan, published=False,
+                       title=f"The published plan, before any fix · {_verdict(read_plan(task, plan), set(), '')}")
+
+
+def step_scene(task: Mapping[str, Any] | None, steps: Sequence[Mapping[str, Any]], index: int,
+               **options: Any) -> Scene | None:
+    """Draft `index` of a rollout's checked and submitted plans, with the changes since the draft before it.
+
+    `options` go to `berth_scene` (e.g. a smaller `height`, no crane panel)."""
+    if task is None or not steps:
+        return None
+    index = max(0, min(index, len(steps) - 1))
+    step = steps[index]
+    previous = steps[index - 1].get("plan") if index > 0 else None
+    verdict = "submitted" if step.get("tool") == "submit_plan" else "checked"
+    turn = f" in turn {clean(step.get('turn'), 8)}" if step.get("turn") is not None else ""
+    view = read_plan(task, step.get("plan"))
+    summary = _verdict(view, moved_ships(task, step.get("plan"), previous) if previous is not None else set(),
+                       "changed")
+    return berth_scene(task, step.get("plan"), previous_plan=previous,
+                       title=f"Draft {index + 1} of {len(steps)} ({verdict}{turn}) · {summary}", **options)
+
+
+def optimum_scene(task: Mapping[str, Any] | None, last_plan: Any = None, *, label: str = "the last plan") -> Scene | None:
+    """The last plan over the task's proven optimum (ships placed differently highlighted), or the optimum alone."""
+    reference = (task or {}).get("reference") or {}
+    if task is None or not reference.get("optimal_plan"):
+        return None
+    optimum = f"proven optimum (cost {reference.get('optimal_cost')})"
+    if last_plan is None:
+        return berth_scene(task, reference["optimal_plan"], published=False, title=optimum)
+    return compare_scene(task, last_plan, reference["optimal_plan"], titles=(label, optimum))
+
+
+# -- the charts the screens ask for ------------------------------------------------------------------------------
 
 def berth_chart(task: Mapping[str, Any], plan: Any, *, check: Any = None, previous_plan: Any = None,
                 title: str | None = None, height: int | None = None, published: bool = True,
                 cranes: bool = True, highlight: set[int] | None = None,
-                highlight_label: str = "changed since the previous draft") -> go.Figure:
+                highlight_label: str = CHANGED) -> go.Figure:
     """The berth chart of one plan (any form the model may send; None for "no plan yet").
 
     `check`: a precomputed `berth_env.check` result for the plan. `previous_plan`: ships placed differently from
     it are filled orange (or give the ships to fill as `highlight`, named `highlight_label` in the legend).
     `published`: outline and arrow where the published plan had each moved ship. `cranes`: the crane panel under
-    the quay (crane-rule tasks). An unreadable plan gives the quay without ships, saying so.
+    the quay (crane-rule tasks). An unreadable plan gives the quay without ships, saying so. `title` is plain text.
     """
-    view = read_plan(task, plan, check)
-    if highlight is None:
-        highlight = moved_ships(task, plan, previous_plan) if previous_plan is not None and view.result else set()
-    changed_label = highlight_label
-    y_span = _y_span(task, [view])
-    panel = _panel(task, view, "x", "y", highlight, changed_label, y_span, published=published)
-    xaxis, yaxis = _axes(task, [panel], y_span)
-    heading = title if title is not None else f"{task.get('task_id', '')} · {_verdict(view, highlight, 'changed')}"
-    with_cranes = cranes and is_crane_task(task)
-    height = height or (540 if with_cranes else 460)
-    legend = _legend([panel], changed_label)
-    if not with_cranes:
-        layout = {**_layout(heading, height), "xaxis": xaxis, "yaxis": yaxis, "shapes": panel.shapes,
-                  "annotations": panel.annotations}
-        return go.Figure(data=[*panel.traces, *legend], layout=layout)
-    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.8, 0.2], vertical_spacing=0.05)
-    fig.update_layout(**_layout(heading, height), shapes=panel.shapes, annotations=panel.annotations)
-    fig.update_xaxes(**{k: v for k, v in xaxis.items() if k != "title"}, row=1, col=1)
-    fig.update_xaxes(**xaxis, row=2, col=1)
-    fig.update_yaxes(**yaxis, row=1, col=1)
-    fig.update_yaxes(title={"text": "cranes", "font": {"size": 11}}, fixedrange=True, rangemode="tozero",
-                     showgrid=True, gridcolor="#eeeeee", row=2, col=1)
-    fig.add_traces([*panel.traces, *_crane_traces(task, view, int(xaxis["range"][1])), *legend])
-    return fig
+    return to_figure(berth_scene(task, plan, check=check, previous_plan=previous_plan, title=title, height=height,
+                                 published=published, cranes=cranes, highlight=highlight,
+                                 highlight_label=highlight_label))
+
+
+def berth_chart_svg(task: Mapping[str, Any], plan: Any, *, published: bool = True, cranes: bool = True,
+                    highlight: set[int] | None = None, title: str | None = None, **options: Any) -> str:
+    """The same chart as `berth_chart`, as an SVG document (no script, texts escaped, a viewBox so it scales).
+
+    `options` are `berth_scene`'s others (`check`, `previous_plan`, `highlight_label`, `size`)."""
+    return to_svg(berth_scene(task, plan, published=published, cranes=cranes, highlight=highlight, title=title,
+                              **options))
 
 
 def side_by_side(task: Mapping[str, Any], plan_a: Any, plan_b: Any, *, titles: tuple[str, str] = ("plan A", "plan B"),
@@ -272,64 +339,23 @@ def side_by_side(task: Mapping[str, Any], plan_a: Any, plan_b: Any, *, titles: t
 
     Only the ships placed differently between the two are highlighted (orange in both); the rest stay blue.
     """
-    views = (read_plan(task, plan_a, check_a), read_plan(task, plan_b, check_b))
-    differ = moved_ships(task, plan_a, plan_b)
-    label = "placed differently"
-    y_span = _y_span(task, views)
-    panels = [_panel(task, views[0], "x", "y", differ, label, y_span, published=False),
-              _panel(task, views[1], "x2", "y2", differ, label, y_span, published=False)]
-    subtitles = [f"{esc(t)} · {esc(_verdict(v, set(), label))}" for t, v in zip(titles, views, strict=True)]
-    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.1, subplot_titles=subtitles)
-    xaxis, yaxis = _axes(task, panels, y_span)
-    # make_subplots placed the subplot titles as annotations already; keep them and add ours.
-    annotations = [*fig.layout.annotations, *panels[0].annotations, *panels[1].annotations]
-    heading = f"{task.get('task_id', '')} · {len(differ)} ships placed differently"
-    fig.update_layout(**_layout(heading, height), shapes=panels[0].shapes + panels[1].shapes,
-                      annotations=annotations)
-    fig.update_xaxes(**{k: v for k, v in xaxis.items() if k != "title"})
-    fig.update_xaxes(title=xaxis["title"], row=2, col=1)
-    fig.update_yaxes(**yaxis)
-    for trace in panels[1].traces:  # the lower panel's marks share the upper one's legend entries
-        trace.showlegend = False
-    fig.add_traces([*panels[0].traces, *panels[1].traces])
-    fig.add_traces(_legend(panels, label))
-    return fig
+    return to_figure(compare_scene(task, plan_a, plan_b, titles=titles, check_a=check_a, check_b=check_b,
+                                   height=height))
 
-
-# -- the charts the screens ask for ------------------------------------------------------------------------------
 
 def preview_chart(task: Mapping[str, Any]) -> go.Figure:
     """The task as published: every ship where the port planned it, with what the disruptions broke in red."""
-    return berth_chart(task, published_plan(task), published=False,
-                       title=f"The published plan, before any fix · {_verdict(read_plan(task, published_plan(task)), set(), '')}")
+    return to_figure(preview_scene(task))
 
 
 def step_chart(task: Mapping[str, Any] | None, steps: Sequence[Mapping[str, Any]], index: int,
                **options: Any) -> go.Figure | None:
-    """Draft `index` of a rollout's checked and submitted plans, with the changes since the draft before it.
-
-    `options` go to `berth_chart` (e.g. a smaller `height`, no crane panel)."""
-    if task is None or not steps:
-        return None
-    index = max(0, min(index, len(steps) - 1))
-    step = steps[index]
-    previous = steps[index - 1].get("plan") if index > 0 else None
-    verdict = "submitted" if step.get("tool") == "submit_plan" else "checked"
-    turn = f" in turn {step.get('turn')}" if step.get("turn") is not None else ""
-    view = read_plan(task, step.get("plan"))
-    summary = _verdict(view, moved_ships(task, step.get("plan"), previous) if previous is not None else set(),
-                       "changed")
-    return berth_chart(task, step.get("plan"), previous_plan=previous,
-                       title=f"Draft {index + 1} of {len(steps)} ({verdict}{turn}) · {summary}", **options)
+    """Draft `index` of a rollout's plans as a figure (see `step_scene`)."""
+    scene = step_scene(task, steps, index, **options)
+    return None if scene is None else to_figure(scene)
 
 
 def optimum_chart(task: Mapping[str, Any] | None, last_plan: Any = None, *, label: str = "the last plan") -> Any:
-    """The last plan over the task's proven optimum (ships placed differently highlighted), or the optimum alone."""
-    reference = (task or {}).get("reference") or {}
-    if task is None or not reference.get("optimal_plan"):
-        return None
-    optimum = f"proven optimum (cost {reference.get('optimal_cost')})"
-    if last_plan is None:
-        return berth_chart(task, reference["optimal_plan"], published=False, title=optimum)
-    return side_by_side(task, last_plan, reference["optimal_plan"], titles=(label, optimum))
-
+    """The last plan over the task's proven optimum as a figure (see `optimum_scene`), or None without one."""
+    scene = optimum_scene(task, last_plan, label=label)
+    return None if scene is None else to_figure(scene)

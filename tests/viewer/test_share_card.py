@@ -1,0 +1,99 @@
+"""The share image: a 1200 x 630 PNG of the final berth chart with the model, the task, the reward and the cost,
+drawn in this process from the chart's SVG with the bundled font; hostile facts stay text."""
+
+from __future__ import annotations
+
+import io
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from berth_env import load_pack
+from viewer.chart_scene import SHIP_FILL, VIOLATION_LINE
+from viewer.share_card import CARD_H, CARD_W, FONT_DIR, share_png, share_svg
+
+LARGEST = "dock-36A-w35x3-extreme-0"
+BUSY = "dock-24B-w06x1-busy-0"
+SVG = "{http://www.w3.org/2000/svg}"
+# Pillow comes with gradio; it only reads the PNG back here, so the card needs no declared dependency on it.
+Image = pytest.importorskip("PIL.Image")
+
+
+@pytest.fixture(scope="module")
+def pack():
+    return load_pack()
+
+
+def _rgb(colour: str) -> tuple[int, int, int]:
+    return tuple(int(colour[i:i + 2], 16) for i in (1, 3, 5))
+
+
+def _texts(svg: str) -> list[str]:
+    return [t.text or "" for t in ET.fromstring(svg).iter(f"{SVG}text")]
+
+
+def test_the_share_image_is_a_1200x630_png_of_the_chart(pack) -> None:
+    task = pack.get(LARGEST)
+    png = share_png(task, task["reference"]["optimal_plan"], model="anthropic:claude-sonnet-5-5@high",
+                    reward=0.91, feasible=True)
+    image = Image.open(io.BytesIO(png))
+    assert image.format == "PNG" and image.size == (CARD_W, CARD_H)
+    colours = image.convert("RGB").getcolors(maxcolors=1 << 20)
+    assert len(colours) > 200                                           # text, ships, grid: not a blank card
+    counts = {rgb: n for n, rgb in colours}
+    assert counts.get(_rgb(SHIP_FILL), 0) > 20_000                      # the ships are drawn, and large
+    assert counts.get(_rgb(VIOLATION_LINE), 0) < 50                     # the optimum breaks no rule
+
+
+def test_an_infeasible_plan_shows_red_outlines_and_says_so(pack) -> None:
+    task = pack.get(BUSY)
+    plan = [dict(e) for e in task["reference"]["optimal_plan"]]
+    plan[12].update(berth_hour=0, section=4)
+    svg = share_svg(task, plan, model="baseline:hasty", reward=0.0)
+    texts = _texts(svg)
+    assert "infeasible" in texts and "reward 0.0" in texts
+    assert any(r.get("stroke") == VIOLATION_LINE for r in ET.fromstring(svg).iter(f"{SVG}rect"))
+    image = Image.open(io.BytesIO(share_png(task, plan, model="baseline:hasty", reward=0.0))).convert("RGB")
+    assert {n for n, rgb in image.getcolors(maxcolors=1 << 20) if rgb == _rgb(VIOLATION_LINE)} != set()
+
+
+def test_the_card_names_the_model_the_task_its_tier_the_reward_and_the_cost(pack) -> None:
+    task = pack.get(LARGEST)
+    svg = share_svg(task, task["reference"]["naive_plan"], model="openai:gpt-6.1-sol@high", reward=0.2005)
+    texts = _texts(svg)
+    assert texts[:3] == ["BERTH-PLANNING AGENT ARENA", "openai:gpt-6.1-sol@high",
+                         f"{LARGEST} · tier extreme · 59 ships"]
+    assert "reward 0.2005" in texts and "feasible" in texts            # feasibility from the plan's own check
+    optimum = task["reference"]["optimal_cost"]
+    assert f"cost 5,403 · optimum {optimum:,} (+{(5403 - optimum) / optimum * 100:.1f} %)" in texts
+    given = _texts(share_svg(task, None, model="m", reward=1.0, feasible=True, cost=953, optimal_cost=953))
+    assert "cost 953 · optimum 953 (optimal)" in given and "reward 1.0" in given
+
+
+def test_hostile_facts_stay_text_are_cut_and_still_draw(pack) -> None:
+    task = pack.get(BUSY)
+    model = "<script>alert(1)</script>\u202e\x00<a href='javascript:alert(1)'>x</a>" + "M" * 100_000
+    svg = share_svg(task, task["reference"]["optimal_plan"], model=model, reward=0.5,
+                    task_id="javascript:alert(1)\x00", tier="<b>hard</b>")
+    root = ET.fromstring(svg)                                          # well-formed: NUL dropped, markup escaped
+    assert {e.tag.removeprefix(SVG) for e in root.iter()} <= {"svg", "g", "rect", "path", "line", "circle",
+                                                              "text", "title"}
+    texts = _texts(svg)
+    assert texts[1].startswith("<script>alert(1)</script><a href=") and len(texts[1]) <= 60
+    assert texts[2] == "javascript:alert(1) · tier <b>hard</b> · 17 ships"
+    assert len(svg) < 80_000 and "\u202e" not in svg
+    png = share_png(task, task["reference"]["optimal_plan"], model=model, reward=0.5)
+    assert Image.open(io.BytesIO(png)).size == (CARD_W, CARD_H)
+
+
+def test_a_task_the_space_lacks_still_gets_a_card() -> None:
+    svg = share_svg(None, [{"ship": 0, "berth_hour": 1, "section": 2}], model="hf:org/model",
+                    task_id="dock-99Z-w01x1-busy-0", tier="busy", reward=0.3, feasible=False)
+    texts = _texts(svg)
+    assert "dock-99Z-w01x1-busy-0 · tier busy" in texts and "infeasible" in texts
+    assert any("no chart" in t for t in texts)
+
+
+def test_the_font_is_bundled_with_its_licence() -> None:
+    assert {p.name for p in FONT_DIR.glob("*.ttf")} == {"LiberationSans-Regular.ttf", "LiberationSans-Bold.ttf"}
+    assert "SIL OPEN FONT LICENSE Version 1.1" in (FONT_DIR / "LICENSE").read_text()
