@@ -39,7 +39,7 @@ class Settings:
     baseline_pace_s: float = 0.5
     tasks_dataset: str | None = None  # TASKS_DATASET: every dock-v1 task; None serves the bundled eval tasks
     tasks_cache: Path | None = None  # TASKS_CACHE: where it is cached (None: agent.task_dataset's default)
-    allowed_servers: str = ""  # ALLOWED_SERVERS: more trusted servers, comma-separated host patterns (fnmatch)
+    allowed_servers: str = ""  # ALLOWED_SERVERS: more trusted servers, comma-separated `host[:port]` (netguard)
     custom_servers: bool | None = None  # CUSTOM_SERVERS=0/1: visitors' own servers; None: on unless on a Space
 
     @classmethod
@@ -92,6 +92,7 @@ class AppContext:
     @classmethod
     def create(cls, settings: Settings | None = None) -> AppContext:
         settings = settings or Settings.from_env()
+        policy = settings.server_policy()  # first: a malformed ALLOWED_SERVERS stops the start, saying which entry
         pushing = bool(settings.dataset and settings.hub_token)
         store = RolloutStore(settings.rollout_dir, dataset=settings.dataset if pushing else None,
                              token=settings.hub_token if pushing else None)
@@ -104,7 +105,7 @@ class AppContext:
         # (`interrupted`) before the store pushes what waits.
         atexit.register(plays.close)
         tasks = serve_tasks_dataset(settings.tasks_dataset or "", background=True, cache_dir=settings.tasks_cache)
-        return cls(settings, store, registry, plays, tasks, settings.server_policy())
+        return cls(settings, store, registry, plays, tasks, policy)
 
     def server_url(self, choice: str, custom: str = "") -> str | None:
         """The server a run plays on: None for the embedded one. A URL a visitor typed comes back cleaned (no
