@@ -16,6 +16,10 @@ public Space that is a way into the Space's own network, so a `ServerPolicy` dec
 
 A visitor only ever hears "this server is not allowed" or "could not reach the server": never a status, a body or
 an address, which would make the app an oracle for the network behind it.
+
+Every HTTP client made here also bounds what it reads (`http_client`, `async_http_client`): an answer over
+`max_bytes`, or still coming after `max_s`, is cut off with `AnswerRefused` (agent/http_bounds.py), so a server
+cannot fill the app's memory or hold a worker.
 """
 
 from __future__ import annotations
@@ -35,6 +39,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpcore
 import httpx
+
+from agent.http_bounds import bound_answers
+from agent.limits import ANSWER_MAX_BYTES, ANSWER_MAX_S
 
 NOT_ALLOWED = "this server is not allowed"
 UNREACHABLE = "could not reach the server"
@@ -263,24 +270,37 @@ class _GuardedAsyncBackend(httpcore.AsyncNetworkBackend):
         await self._inner.sleep(seconds)
 
 
-def http_client(policy: ServerPolicy, *, timeout_s: float, verify: ssl.SSLContext | bool = True,
-                **options: Any) -> httpx.Client:
-    """An httpx client that follows no redirect and dials only addresses `policy` allows (no proxy from the
-    environment either: a proxy would dial for us)."""
+def http_client(policy: ServerPolicy | None, *, timeout_s: float, verify: ssl.SSLContext | bool = True,
+                max_bytes: int = ANSWER_MAX_BYTES, max_s: float = ANSWER_MAX_S, **options: Any) -> httpx.Client:
+    """An httpx client that follows no redirect, reads at most `max_bytes` within `max_s` per answer, and, under
+    a `policy`, dials only addresses it allows (no proxy from the environment either: a proxy would dial for us).
+    """
     context = _context(verify)
-    transport = httpx.HTTPTransport(verify=context)
-    # httpx builds its pool without a way to pass a network backend; this one replaces it before first use.
-    transport._pool = httpcore.ConnectionPool(ssl_context=context, network_backend=_GuardedSyncBackend(policy))
-    return httpx.Client(transport=transport, timeout=timeout_s, follow_redirects=False, **options)
+    if policy is None:
+        client = httpx.Client(verify=context, timeout=timeout_s, follow_redirects=False, **options)
+    else:
+        transport = httpx.HTTPTransport(verify=context)
+        # httpx builds its pool without a way to pass a network backend; this one replaces it before first use.
+        transport._pool = httpcore.ConnectionPool(ssl_context=context, network_backend=_GuardedSyncBackend(policy))
+        client = httpx.Client(transport=transport, timeout=timeout_s, follow_redirects=False, **options)
+    bound_answers(client, max_bytes, max_s)
+    return client
 
 
-def async_http_client(policy: ServerPolicy, *, verify: ssl.SSLContext | bool = True,
+def async_http_client(policy: ServerPolicy | None, *, verify: ssl.SSLContext | bool = True,
+                      max_bytes: int = ANSWER_MAX_BYTES, max_s: float = ANSWER_MAX_S,
                       **options: Any) -> httpx.AsyncClient:
     """`http_client` for asyncio."""
     context = _context(verify)
-    transport = httpx.AsyncHTTPTransport(verify=context)
-    transport._pool = httpcore.AsyncConnectionPool(ssl_context=context, network_backend=_GuardedAsyncBackend(policy))
-    return httpx.AsyncClient(transport=transport, follow_redirects=False, **options)
+    if policy is None:
+        client = httpx.AsyncClient(verify=context, follow_redirects=False, **options)
+    else:
+        transport = httpx.AsyncHTTPTransport(verify=context)
+        transport._pool = httpcore.AsyncConnectionPool(ssl_context=context,
+                                                       network_backend=_GuardedAsyncBackend(policy))
+        client = httpx.AsyncClient(transport=transport, follow_redirects=False, **options)
+    bound_answers(client, max_bytes, max_s)
+    return client
 
 
 def _context(verify: ssl.SSLContext | bool) -> ssl.SSLContext:

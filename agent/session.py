@@ -1,6 +1,8 @@
 """One OpenEnv WebSocket session on a berth-planning server: reset, list tools, call a tool.
 
 Every tool call the model makes goes through here to the server, so the reward in a record is always the server's.
+What the server sends is bounded (agent/limits.py): a message at most MESSAGE_MAX_BYTES and MESSAGE_TIMEOUT_S, an
+HTTP answer as agent/http_bounds.py bounds it.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from openenv.core import env_client as openenv_client
 from openenv.core.env_server.mcp_types import CallToolAction
 from openenv.core.mcp_client import MCPToolClient
 
+from agent.limits import MESSAGE_MAX_BYTES
 from agent.netguard import (
     CURRENT_POLICY,
     UNREACHABLE,
@@ -63,10 +66,8 @@ class _ToolClient(MCPToolClient):
 
     async def _get_http_client(self) -> httpx.AsyncClient:
         if self._http_client is None:
-            if self.policy is None:
-                self._http_client = httpx.AsyncClient(headers=self._headers, verify=_tls_context())
-            else:
-                self._http_client = async_http_client(self.policy, headers=self._headers, verify=_tls_context())
+            self._http_client = async_http_client(self.policy, headers=self._headers, verify=_tls_context(),
+                                                  max_s=getattr(self, "_message_timeout", MESSAGE_TIMEOUT_S))
         return self._http_client
 
     async def _connect_async(self) -> Any:
@@ -99,7 +100,8 @@ class EnvSession:
         """`policy` (agent/netguard.py) checks every connection when a visitor chose the server; errors from a
         server it does not trust then say only that the server could not be reached."""
         self.url = http_url(url)
-        client = _ToolClient(self.url, connect_timeout_s=CONNECT_TIMEOUT_S, message_timeout_s=message_timeout_s)
+        client = _ToolClient(self.url, connect_timeout_s=CONNECT_TIMEOUT_S, message_timeout_s=message_timeout_s,
+                             max_message_size_mb=MESSAGE_MAX_BYTES / 2**20)
         client.policy = policy
         self._client = client.sync()
         self._tools: list[dict] | None = None
