@@ -1,8 +1,9 @@
 """One OpenEnv WebSocket session on a berth-planning server: reset, list tools, call a tool.
 
 Every tool call the model makes goes through here to the server, so the reward in a record is always the server's.
-What the server sends is bounded (agent/limits.py): a message at most MESSAGE_MAX_BYTES and MESSAGE_TIMEOUT_S, an
-HTTP answer as agent/http_bounds.py bounds it.
+What goes either way is bounded (agent/limits.py): a call's arguments at most INPUT_MAX_BYTES (a larger one is
+answered here, unsent), a message from the server at most MESSAGE_MAX_BYTES and MESSAGE_TIMEOUT_S, an HTTP answer
+as agent/http_bounds.py bounds it.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from openenv.core import env_client as openenv_client
 from openenv.core.env_server.mcp_types import CallToolAction
 from openenv.core.mcp_client import MCPToolClient
 
-from agent.limits import MESSAGE_MAX_BYTES
+from agent.limits import INPUT_MAX_BYTES, MESSAGE_MAX_BYTES, input_size
 from agent.netguard import (
     CURRENT_POLICY,
     UNREACHABLE,
@@ -141,7 +142,11 @@ class EnvSession:
         return self._tools
 
     def call(self, name: str, arguments: dict) -> ToolOutcome:
-        """Call one tool through the environment's step, so counters, reward and `done` are the server's."""
+        """Call one tool through the environment's step, so counters, reward and `done` are the server's. Arguments
+        over INPUT_MAX_BYTES are not sent: the answer is an error, as for any unreadable call."""
+        if input_size(arguments) > INPUT_MAX_BYTES:
+            text = json.dumps({"error": f"the arguments are larger than {INPUT_MAX_BYTES // 1024} KB; not sent"})
+            return ToolOutcome(text, False, None, {}, True)
         try:
             step = self._client.step(CallToolAction(tool_name=name, arguments=arguments))
         except Exception as exc:
