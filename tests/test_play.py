@@ -180,6 +180,23 @@ def test_the_websocket_session_bounds_what_it_sends_and_what_it_reads(env_url, m
         small.close()
 
 
+def test_a_call_the_server_never_answers_is_not_recorded_and_the_answered_ones_are_saved(store, warm_python):
+    from testkit.servers import berth_server
+
+    with berth_server(python=warm_python) as url:
+        plays = PlayRegistry(store.save, env_url=url)
+        episode = plays.start(TASK_ID, owner="page-a")
+        plays.check(episode.episode_id, "page-a", reference("naive_plan"))
+    # The server is gone: this check is never answered.
+    with pytest.raises(PlayError, match=r"The berth server failed.*saved as it stands"):
+        plays.check(episode.episode_id, "page-a", reference("optimal_plan"))
+    record = store.load(episode.episode_id)
+    assert record["end_reason"] == "error" and record["turns"] == 1 and len(record["steps"]) == 1
+    assert record["errors"][0].startswith("check_plan: ")
+    assert json.dumps(reference("optimal_plan")) not in json.dumps(record)  # the unanswered plan is not kept
+    plays.close()
+
+
 def test_the_caps_count_the_visitor_not_the_session(plays):
     """Before, the per-visitor cap counted Gradio's session hash, which the caller picks: fresh hashes from one
     address took every slot."""
