@@ -7,8 +7,11 @@ ends: on a submit (or the server's tool-call limit), when the person moves on to
 it has been left alone for `idle_s` (`interrupted`). An episode ended before any tool call is closed unsaved:
 looking at a task is not a rollout.
 
-Only the owner who started an episode (a browser session or an API client) may play it; the registry caps how
-many are open in all and per owner.
+Only the owner who started an episode (a browser session or an API client) may play it. The caps count visitors
+(an account or an address, as the viewer names them: many sessions of one person are one visitor): episodes open
+in all and per visitor, and, with a SaveQuota (agent/quota.py, shared with model runs), rollouts per visitor and
+hour. A plan goes through `check_input` (agent/limits.py) before anything: one over the limit is refused with a
+message and leaves no trace; the record holds a call only once the server has answered it.
 """
 
 from __future__ import annotations
@@ -23,7 +26,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent.limits import InputTooLarge, check_input
 from agent.notes import OPENING
+from agent.quota import QuotaExceeded, SaveQuota
 from agent.record import new_record, parse_json, plan_value, task_summary
 from agent.session import EnvError, EnvSession
 from agent.task_api import valid_task_id
@@ -36,7 +41,7 @@ HUMAN = "human"
 PLAN_TOOLS = ("check_plan", "submit_plan")
 DEFAULT_IDLE_S = 1800.0
 MAX_OPEN = 32
-MAX_PER_OWNER = 3
+MAX_PER_VISITOR = 3
 FINISHED_KEPT = 256  # ended episodes remembered, so a late call hears "over" rather than "unknown"
 _USERNAME = re.compile(r"[^A-Za-z0-9._-]")
 
@@ -56,12 +61,13 @@ class HandEpisode:
     """One episode being played by hand, and its record as it stands."""
 
     record: dict
-    owner: str
+    owner: str  # who may play it: the browser session or API client that started it
     session: EnvSession
     max_checks: int
     checks_left: int
     started: float = field(default_factory=time.monotonic)
     last_seen: float = field(default_factory=time.monotonic)
+    visitor: str = ""  # whom the caps count (viewer.visitors): the owner's account or address
     saved: Any = None
     save_error: str | None = None
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -86,12 +92,14 @@ class PlayRegistry:
     """
 
     def __init__(self, save: Callable[[dict], Any], *, env_url: str | None = None, max_open: int = MAX_OPEN,
-                 max_per_owner: int = MAX_PER_OWNER, idle_s: float = DEFAULT_IDLE_S, source: str = "space"):
+                 max_per_visitor: int = MAX_PER_VISITOR, idle_s: float = DEFAULT_IDLE_S, source: str = "space",
+                 quota: SaveQuota | None = None):
         self._save = save
         self.env_url, self.source = env_url, source
-        self.max_open, self.max_per_owner, self.idle_s = max_open, max_per_owner, idle_s
+        self.max_open, self.max_per_visitor, self.idle_s = max_open, max_per_visitor, idle_s
+        self._quota = quota
         self._open: dict[str, HandEpisode] = {}
-        self._starting: dict[str, int] = {}  # owner -> episodes being started (not yet open)
+        self._starting: dict[str, int] = {}  # visitor -> episodes being started (not yet open)
         self._ended: OrderedDict[str, tuple[str, str]] = OrderedDict()  # id -> (owner, end reason)
         self._lock = threading.Lock()
         self._reaper: threading.Thread | None = None
@@ -99,18 +107,26 @@ class PlayRegistry:
 
     # -- playing ---------------------------------------------------------------------------------------------
 
-    def start(self, task_id: str, *, owner: str, model: str = HUMAN) -> HandEpisode:
-        """Open an episode on `task_id` for `owner`; PlayError when the task is unknown or the caps are reached."""
-        task_id = (task_id or "").strip()
+    def start(self, task_id: str, *, owner: str, visitor: str | None = None, model: str = HUMAN) -> HandEpisode:
+        """Open an episode on `task_id` for `owner` (who may play it), counted for `visitor` (default: the owner);
+        PlayError when the task is unknown or a cap is reached."""
+        task_id = task_id.strip() if isinstance(task_id, str) else ""
         if not valid_task_id(task_id):
             raise PlayError("Pick a task first." if not task_id else "That task id is malformed.")
+        visitor = visitor or owner
         self.reap()
-        self._reserve(owner)
+        self._reserve(visitor)
         try:
             episode = self._open_episode(task_id, owner, model)
+            episode.visitor = visitor
+        except BaseException:
+            self._give_back(visitor)
+            raise
         finally:
             with self._lock:
-                self._starting[owner] -= 1
+                self._starting[visitor] -= 1
+                if not self._starting[visitor]:  # one entry per visitor ever seen would only grow
+                    del self._starting[visitor]
         with self._lock:
             self._open[episode.episode_id] = episode
         self._start_reaper()
@@ -126,9 +142,10 @@ class PlayRegistry:
 
     def get(self, episode_id: str, owner: str) -> HandEpisode:
         """The open episode, if `owner` started it; PlayError naming why not."""
+        episode_id = episode_id.strip() if isinstance(episode_id, str) else ""
         with self._lock:
-            episode = self._open.get((episode_id or "").strip())
-            ended = self._ended.get((episode_id or "").strip())
+            episode = self._open.get(episode_id)
+            ended = self._ended.get(episode_id)
         if episode is None:
             if ended is not None and ended[0] == owner:
                 raise PlayError(f"Episode {episode_id} is over ({ended[1]}).")
@@ -154,9 +171,9 @@ class PlayRegistry:
             self._end(episode, "interrupted")
         return idle
 
-    def open_count(self, owner: str | None = None) -> int:
+    def open_count(self, visitor: str | None = None) -> int:
         with self._lock:
-            return sum(1 for e in self._open.values() if owner is None or e.owner == owner)
+            return sum(1 for e in self._open.values() if visitor is None or e.visitor == visitor)
 
     def close(self) -> None:
         """End every open episode (the app is stopping) and the reaper."""
@@ -168,17 +185,27 @@ class PlayRegistry:
 
     # -- inside ----------------------------------------------------------------------------------------------
 
-    def _reserve(self, owner: str) -> None:
+    def _reserve(self, visitor: str) -> None:
         with self._lock:
+            mine = sum(1 for e in self._open.values() if e.visitor == visitor) + self._starting.get(visitor, 0)
+            if mine >= self.max_per_visitor:
+                raise PlayError(f"You already have {mine} episodes open (the limit is {self.max_per_visitor} per "
+                                "visitor, every tab and API client together): submit one, or wait for it to close.")
             starting = sum(self._starting.values())
             if len(self._open) + starting >= self.max_open:
                 raise PlayError(f"The arena is full: {len(self._open) + starting} episodes are being played by hand. "
                                 "Try again in a few minutes.")
-            mine = sum(1 for e in self._open.values() if e.owner == owner) + self._starting.get(owner, 0)
-            if mine >= self.max_per_owner:
-                raise PlayError(f"You already have {mine} episodes open (the limit is {self.max_per_owner}): "
-                                "submit one, or wait for it to close.")
-            self._starting[owner] = self._starting.get(owner, 0) + 1
+            if self._quota is not None:
+                try:
+                    self._quota.take(visitor)
+                except QuotaExceeded as exc:
+                    raise PlayError(str(exc)) from None
+            self._starting[visitor] = self._starting.get(visitor, 0) + 1
+
+    def _give_back(self, visitor: str) -> None:
+        """An episode that saved no rollout frees its place in the visitor's hourly count."""
+        if self._quota is not None:
+            self._quota.give_back(visitor)
 
     def _open_episode(self, task_id: str, owner: str, model: str) -> HandEpisode:
         url = self.env_url or _embedded_url()
@@ -204,6 +231,10 @@ class PlayRegistry:
         return HandEpisode(record, owner, session, max_checks, max_checks)
 
     def _call(self, episode: HandEpisode, tool: str, plan: Any) -> dict:
+        try:
+            check_input(plan, "the plan")
+        except InputTooLarge as exc:
+            raise PlayError(str(exc)) from None
         with episode.lock:
             if episode.done:
                 raise PlayError(f"Episode {episode.episode_id} is over ({episode.record['end_reason']}).")
@@ -211,23 +242,24 @@ class PlayRegistry:
             turn = record["turns"] + 1
             arguments = {"plan": plan}
             call_id = f"call_{turn}"
-            record["messages"].append({"role": "assistant", "content": "", "reasoning": "", "stop": "tool_use",
-                                       "tool_calls": [{"id": call_id, "name": tool,
-                                                       "arguments": json.dumps(arguments, ensure_ascii=False)}]})
-            record["turns"] = turn
             episode.last_seen = time.monotonic()
             try:
                 outcome = episode.session.call(tool, arguments)
             except EnvError as exc:
-                record["errors"].append(str(exc)[:800])
-                record["messages"].append({"role": "tool", "tool_call_id": call_id, "name": tool,
-                                           "content": json.dumps({"error": str(exc)[:800]})})
+                # The call is not recorded (the server never answered it); the failure is, and the rollout keeps
+                # the calls that were answered (none: nothing is saved).
+                record["errors"].append(f"{tool}: {str(exc)[:800]}")
                 self._end(episode, "error", locked=True)
-                raise PlayError(f"The berth server failed: {str(exc)[:300]}. The episode is saved as it stands.") \
-                    from None
+                raise PlayError(f"The berth server failed: {str(exc)[:300]}. "
+                                + ("The episode is saved as it stands." if record["turns"] else
+                                   "Nothing was saved.")) from None
+            record["turns"] = turn
+            record["messages"] += [
+                {"role": "assistant", "content": "", "reasoning": "", "stop": "tool_use",
+                 "tool_calls": [{"id": call_id, "name": tool, "arguments": json.dumps(arguments, ensure_ascii=False)}]},
+                {"role": "tool", "tool_call_id": call_id, "name": tool, "content": outcome.text}]
             data = parse_json(outcome.text)
             result = data if isinstance(data, dict) else {"text": outcome.text}
-            record["messages"].append({"role": "tool", "tool_call_id": call_id, "name": tool, "content": outcome.text})
             step = {"turn": turn, "tool": tool, "plan": plan_value(plan), "result": result}
             record["steps"].append(step)
             if tool == "check_plan" and isinstance(result.get("checks_left"), int):
@@ -260,13 +292,15 @@ class PlayRegistry:
             else episode.last_seen
         record["seconds"] = round(ended - episode.started, 1)
         episode.session.close(wait=False)
-        if record["turns"] == 0:
+        if record["turns"] == 0:  # looking at a task is not a rollout
+            self._give_back(episode.visitor)
             return
         try:
             episode.saved = self._save(record)
         except Exception as exc:
             episode.save_error = f"could not save the rollout: {type(exc).__name__}: {str(exc)[:300]}"
             log.warning("hand-played episode %s: %s", episode.episode_id, episode.save_error)
+            self._give_back(episode.visitor)
 
     def _start_reaper(self) -> None:
         with self._lock:

@@ -104,7 +104,8 @@ def stream_episode(model: str, task_id: str, *, env_url: str | None = None,
                 else f"The episode reached its wall-clock limit of {wall_clock_s:.0f} s.")
         yield episode.emit(ev.note(episode.turn, stopped.reason, text))
     except Exception as exc:  # provider, transport or set-up failure: recorded, the rollout kept as it stands
-        message = scrub(f"{type(exc).__name__}: {str(exc)[:800]}", episode.secrets)
+        # Scrubbed before it is cut: a cut through a key would leave its first characters unrecognised.
+        message = scrub(f"{type(exc).__name__}: {str(exc)[:20_000]}", episode.secrets)[:800]
         record["errors"].append(message)
         record["end_reason"] = record["end_reason"] or "error"
         yield episode.emit(ev.error(episode.turn, message))

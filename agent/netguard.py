@@ -7,7 +7,8 @@ public Space that is a way into the Space's own network, so a `ServerPolicy` dec
 - the URL is cleaned first (`clean_url`): http/https/ws/wss only, userinfo (`user:pass@`) dropped, so no credential
   is sent or stored;
 - servers the Space names itself (its settings, the public PortSimEnv server) are trusted, and `ALLOWED_SERVERS`
-  (host patterns, fnmatch) trusts more; with `CUSTOM_SERVERS` off nothing else is accepted;
+  (`host[:port]` entries, IPv6 in brackets, `*.` for subdomains; `ServerPattern`) trusts more; with
+  `CUSTOM_SERVERS` off nothing else is accepted;
 - any other host must resolve only to public addresses (not loopback, private, link-local, multicast, reserved or
   unspecified). This is checked when each connection opens, on the address actually dialled (the transports below
   dial the checked address themselves), so a DNS answer that changes after the first check cannot slip through.
@@ -15,15 +16,19 @@ public Space that is a way into the Space's own network, so a `ServerPolicy` dec
 
 A visitor only ever hears "this server is not allowed" or "could not reach the server": never a status, a body or
 an address, which would make the app an oracle for the network behind it.
+
+Every HTTP client made here also bounds what it reads (`http_client`, `async_http_client`): an answer over
+`max_bytes`, or still coming after `max_s`, is cut off with `AnswerRefused` (agent/http_bounds.py), so a server
+cannot fill the app's memory or hold a worker.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
-import fnmatch
 import functools
 import ipaddress
+import re
 import socket
 import ssl
 from collections.abc import Iterable
@@ -34,6 +39,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpcore
 import httpx
+
+from agent.http_bounds import bound_answers
+from agent.limits import ANSWER_MAX_BYTES, ANSWER_MAX_S
 
 NOT_ALLOWED = "this server is not allowed"
 UNREACHABLE = "could not reach the server"
@@ -94,28 +102,86 @@ def public_address(address: str) -> bool:
     return ip.is_global and not closed
 
 
+_HOST_LABEL = re.compile(r"(?!-)[a-z0-9_-]{1,63}(?<!-)")
+
+
+def _host(host: str) -> str:
+    """A host as the policy compares it: lower case, no brackets, an IP address in its one canonical form
+    (`2001:DB8:0::1` and `2001:db8::1` are one server)."""
+    host = host.strip("[]").lower()
+    try:
+        return str(ipaddress.ip_address(host))
+    except ValueError:
+        return host
+
+
+@dataclass(frozen=True)
+class ServerPattern:
+    """One `ALLOWED_SERVERS` entry: `host[:port]`, an IPv6 address in brackets (`[2001:db8::1]:8000`), and `*.` in
+    front of a name for its subdomains (`*.example.org`: `a.example.org`, `a.b.example.org`, not `example.org`).
+    No other wildcard: a pattern matched as text (fnmatch) read `[2001:db8::1]` as a character class trusting
+    host `0`, this machine."""
+
+    host: str  # a name or an IP address, compared whole (or, with `subdomains`, the name the host ends in)
+    port: int | None = None  # None: any port
+    subdomains: bool = False
+
+    @classmethod
+    def parse(cls, entry: str) -> ServerPattern:
+        """The pattern `entry` writes; ValueError saying how to write it when it is none."""
+        text = entry.strip().lower()
+        host, port = text, None
+        if text.startswith("["):
+            inside, bracket, rest = text[1:].partition("]")
+            host = inside if bracket and (not rest or rest.startswith(":")) else ""
+            port = rest[1:] if rest else None
+            try:
+                ipaddress.IPv6Address(host)
+            except ValueError:
+                host = ""
+        elif text.count(":") == 1:
+            host, port = text.split(":")
+        elif ":" in text:
+            host = ""  # an IPv6 address without brackets: where its port starts would be a guess
+        subdomains = host.startswith("*.")
+        name = host[2:] if subdomains else host
+        port_ok = port is None or (port.isdigit() and 0 < int(port) < 65536)
+        # An IPv6 address (checked above) or dot-separated labels: no `*`, `?` or `[` anywhere.
+        name_ok = (":" in name and not subdomains) or all(_HOST_LABEL.fullmatch(label) for label in name.split("."))
+        if not (name and port_ok and name_ok):
+            raise ValueError(f"ALLOWED_SERVERS entry {entry.strip()[:80]!r} is not host[:port]: write a name or an "
+                             "address, a port if only that port is allowed, an IPv6 address in brackets and *. "
+                             "for subdomains (berths.example.org, *.example.org, 10.0.0.5:8000, "
+                             "[2001:db8::1]:8000)")
+        return cls(_host(name), int(port) if port else None, subdomains)
+
+    def matches(self, host: str, port: int) -> bool:
+        host = _host(host)
+        named = host.endswith("." + self.host) if self.subdomains else host == self.host
+        return named and self.port in (None, port)
+
+
 @dataclass(frozen=True)
 class ServerPolicy:
     """Which servers the app may connect to on a visitor's behalf."""
 
     trusted: frozenset[tuple[str, int]] = frozenset()  # (host, port) of the servers the Space names itself
-    allowed: tuple[str, ...] = ()  # ALLOWED_SERVERS: fnmatch patterns on `host` or `host:port`
+    allowed: tuple[ServerPattern, ...] = ()  # ALLOWED_SERVERS
     custom: bool = True  # CUSTOM_SERVERS: any other server with public addresses
     timeout_s: float = 10.0  # for resolving a host
 
     @classmethod
     def build(cls, trusted_urls: Iterable[str | None], allowed: str | Iterable[str] = (), *,
               custom: bool = True) -> ServerPolicy:
-        """A policy trusting `trusted_urls` (None entries skipped) and the comma-separated `allowed` patterns."""
-        patterns = allowed.split(",") if isinstance(allowed, str) else list(allowed)
-        trusted = frozenset(origin(clean_url(u)) for u in trusted_urls if u)
-        return cls(trusted, tuple(p.strip().lower() for p in patterns if p.strip()), custom)
+        """A policy trusting `trusted_urls` (None entries skipped) and the comma-separated `allowed` entries;
+        ValueError naming an entry that is not `host[:port]` (the app refuses to start with it)."""
+        entries = allowed.split(",") if isinstance(allowed, str) else list(allowed)
+        trusted = frozenset((_host(host), port) for host, port in (origin(clean_url(u)) for u in trusted_urls if u))
+        return cls(trusted, tuple(ServerPattern.parse(e) for e in entries if e.strip()), custom)
 
     def trusts(self, host: str, port: int) -> bool:
         """A server the Space or its operator named: used without the address check."""
-        host = host.strip("[]").lower()
-        return (host, port) in self.trusted or any(
-            fnmatch.fnmatchcase(host, p) or fnmatch.fnmatchcase(f"{host}:{port}", p) for p in self.allowed)
+        return (_host(host), port) in self.trusted or any(p.matches(host, port) for p in self.allowed)
 
     def admit(self, url: str) -> str:
         """The cleaned URL if the app may use it, checked now (DNS included); ServerRefused otherwise.
@@ -204,24 +270,37 @@ class _GuardedAsyncBackend(httpcore.AsyncNetworkBackend):
         await self._inner.sleep(seconds)
 
 
-def http_client(policy: ServerPolicy, *, timeout_s: float, verify: ssl.SSLContext | bool = True,
-                **options: Any) -> httpx.Client:
-    """An httpx client that follows no redirect and dials only addresses `policy` allows (no proxy from the
-    environment either: a proxy would dial for us)."""
+def http_client(policy: ServerPolicy | None, *, timeout_s: float, verify: ssl.SSLContext | bool = True,
+                max_bytes: int = ANSWER_MAX_BYTES, max_s: float = ANSWER_MAX_S, **options: Any) -> httpx.Client:
+    """An httpx client that follows no redirect, reads at most `max_bytes` within `max_s` per answer, and, under
+    a `policy`, dials only addresses it allows (no proxy from the environment either: a proxy would dial for us).
+    """
     context = _context(verify)
-    transport = httpx.HTTPTransport(verify=context)
-    # httpx builds its pool without a way to pass a network backend; this one replaces it before first use.
-    transport._pool = httpcore.ConnectionPool(ssl_context=context, network_backend=_GuardedSyncBackend(policy))
-    return httpx.Client(transport=transport, timeout=timeout_s, follow_redirects=False, **options)
+    if policy is None:
+        client = httpx.Client(verify=context, timeout=timeout_s, follow_redirects=False, **options)
+    else:
+        transport = httpx.HTTPTransport(verify=context)
+        # httpx builds its pool without a way to pass a network backend; this one replaces it before first use.
+        transport._pool = httpcore.ConnectionPool(ssl_context=context, network_backend=_GuardedSyncBackend(policy))
+        client = httpx.Client(transport=transport, timeout=timeout_s, follow_redirects=False, **options)
+    bound_answers(client, max_bytes, max_s)
+    return client
 
 
-def async_http_client(policy: ServerPolicy, *, verify: ssl.SSLContext | bool = True,
+def async_http_client(policy: ServerPolicy | None, *, verify: ssl.SSLContext | bool = True,
+                      max_bytes: int = ANSWER_MAX_BYTES, max_s: float = ANSWER_MAX_S,
                       **options: Any) -> httpx.AsyncClient:
     """`http_client` for asyncio."""
     context = _context(verify)
-    transport = httpx.AsyncHTTPTransport(verify=context)
-    transport._pool = httpcore.AsyncConnectionPool(ssl_context=context, network_backend=_GuardedAsyncBackend(policy))
-    return httpx.AsyncClient(transport=transport, follow_redirects=False, **options)
+    if policy is None:
+        client = httpx.AsyncClient(verify=context, follow_redirects=False, **options)
+    else:
+        transport = httpx.AsyncHTTPTransport(verify=context)
+        transport._pool = httpcore.AsyncConnectionPool(ssl_context=context,
+                                                       network_backend=_GuardedAsyncBackend(policy))
+        client = httpx.AsyncClient(transport=transport, follow_redirects=False, **options)
+    bound_answers(client, max_bytes, max_s)
+    return client
 
 
 def _context(verify: ssl.SSLContext | bool) -> ssl.SSLContext:

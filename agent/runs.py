@@ -6,7 +6,9 @@ rollouts go to the store's save function.
 
 Caps: `max_total` episodes at once, and `max_per_visitor` for one visitor (the caller's IP address or signed-in
 account, as the viewer names it: a new browser session or API client is still the same visitor). A start beyond
-either is refused at once with a CapacityError saying which; nothing waits for a free slot.
+either is refused at once with a CapacityError saying which; nothing waits for a free slot. With a SaveQuota
+(agent/quota.py, shared with the hand-played episodes) each start also counts toward the visitor's rollouts per
+hour, and is refused the same way past it.
 With a journal (rollouts.journal), a running episode's record is journalled from its start, so a crash of the
 process still leaves it, as `interrupted`, for the next start to save.
 """
@@ -23,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.loop import stream_episode
+from agent.quota import QuotaExceeded, SaveQuota
 from rollouts.schema import new_episode_id
 
 KEEP_FINISHED = 64  # finished episodes kept in memory for re-attach; older ones are read from the store
@@ -77,9 +80,10 @@ class RunRegistry:
     """Starts episodes in worker threads, caps how many run at once, and keeps them findable by id."""
 
     def __init__(self, save: Callable[[dict], Any], *, max_total: int = 16, max_per_visitor: int = 2,
-                 journal: Any = None):
+                 journal: Any = None, quota: SaveQuota | None = None):
         self._save = save
         self.max_total, self.max_per_visitor = max_total, max_per_visitor
+        self._quota = quota
         self._journal = journal  # rollouts.journal.RunningJournal, or None
         self._runs: OrderedDict[str, EpisodeRun] = OrderedDict()
         self._lock = threading.Lock()
@@ -98,6 +102,11 @@ class RunRegistry:
             if len(live) >= self.max_total:
                 raise CapacityError(f"The arena is full: {len(live)} episodes are running. Try again in a few "
                                     "minutes.")
+            if self._quota is not None:
+                try:
+                    self._quota.take(visitor)
+                except QuotaExceeded as exc:
+                    raise CapacityError(str(exc)) from None
             run = EpisodeRun(new_episode_id(), model, task_id, owner, visitor)
             self._runs[run.episode_id] = run
             self._forget_old()
@@ -146,11 +155,11 @@ class RunRegistry:
             try:
                 run.saved = self._save(record)
                 self._end_journal(run.episode_id)
-            except NotKept as exc:  # the save function declined it on purpose (a run that never reached its server)
+            except (NotKept, ValueError) as exc:
+                # Declined on purpose (a run that never reached its server) or refused by the schema (the store
+                # set it aside, with the reason): nothing public was added, so the visitor's slot comes back.
                 self._end_journal(run.episode_id)
-                run.save_error = f"could not save the rollout: {type(exc).__name__}: {exc}"
-            except ValueError as exc:  # refused by the schema: the store set it aside, with the reason
-                self._end_journal(run.episode_id)
+                self._give_back(run)
                 run.save_error = f"could not save the rollout: {type(exc).__name__}: {exc}"
             except Exception as exc:  # a disk error: the journal entry stays for the next start to save
                 run.save_error = f"could not save the rollout: {type(exc).__name__}: {exc}"
@@ -158,8 +167,13 @@ class RunRegistry:
                          "t": record.get("seconds", 0.0)})
             run.finish(record)
         else:
+            self._give_back(run)
             run.finish({"episode_id": run.episode_id, "errors": [run.save_error or "no record"],
                         "end_reason": "error"})
+
+    def _give_back(self, run: EpisodeRun) -> None:
+        if self._quota is not None:
+            self._quota.give_back(run.visitor)
 
     def _end_journal(self, episode_id: str) -> None:
         if self._journal is not None:

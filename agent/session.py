@@ -1,6 +1,9 @@
 """One OpenEnv WebSocket session on a berth-planning server: reset, list tools, call a tool.
 
 Every tool call the model makes goes through here to the server, so the reward in a record is always the server's.
+What goes either way is bounded (agent/limits.py): a call's arguments at most INPUT_MAX_BYTES (a larger one is
+answered here, unsent), a message from the server at most MESSAGE_MAX_BYTES and MESSAGE_TIMEOUT_S, an HTTP answer
+as agent/http_bounds.py bounds it.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from openenv.core import env_client as openenv_client
 from openenv.core.env_server.mcp_types import CallToolAction
 from openenv.core.mcp_client import MCPToolClient
 
+from agent.limits import INPUT_MAX_BYTES, MESSAGE_MAX_BYTES, input_size
 from agent.netguard import (
     CURRENT_POLICY,
     UNREACHABLE,
@@ -63,10 +67,8 @@ class _ToolClient(MCPToolClient):
 
     async def _get_http_client(self) -> httpx.AsyncClient:
         if self._http_client is None:
-            if self.policy is None:
-                self._http_client = httpx.AsyncClient(headers=self._headers, verify=_tls_context())
-            else:
-                self._http_client = async_http_client(self.policy, headers=self._headers, verify=_tls_context())
+            self._http_client = async_http_client(self.policy, headers=self._headers, verify=_tls_context(),
+                                                  max_s=getattr(self, "_message_timeout", MESSAGE_TIMEOUT_S))
         return self._http_client
 
     async def _connect_async(self) -> Any:
@@ -99,7 +101,8 @@ class EnvSession:
         """`policy` (agent/netguard.py) checks every connection when a visitor chose the server; errors from a
         server it does not trust then say only that the server could not be reached."""
         self.url = http_url(url)
-        client = _ToolClient(self.url, connect_timeout_s=CONNECT_TIMEOUT_S, message_timeout_s=message_timeout_s)
+        client = _ToolClient(self.url, connect_timeout_s=CONNECT_TIMEOUT_S, message_timeout_s=message_timeout_s,
+                             max_message_size_mb=MESSAGE_MAX_BYTES / 2**20)
         client.policy = policy
         self._client = client.sync()
         self._tools: list[dict] | None = None
@@ -139,7 +142,11 @@ class EnvSession:
         return self._tools
 
     def call(self, name: str, arguments: dict) -> ToolOutcome:
-        """Call one tool through the environment's step, so counters, reward and `done` are the server's."""
+        """Call one tool through the environment's step, so counters, reward and `done` are the server's. Arguments
+        over INPUT_MAX_BYTES are not sent: the answer is an error, as for any unreadable call."""
+        if input_size(arguments) > INPUT_MAX_BYTES:
+            text = json.dumps({"error": f"the arguments are larger than {INPUT_MAX_BYTES // 1024} KB; not sent"})
+            return ToolOutcome(text, False, None, {}, True)
         try:
             step = self._client.step(CallToolAction(tool_name=name, arguments=arguments))
         except Exception as exc:

@@ -5,7 +5,9 @@ A server lists tasks as public views (no reference plans): `GET /berth_planning/
 refused connection to an answer that is not a task list, is a `TaskAPIError` that names the server and what was
 asked; a task id goes into a URL only after `valid_task_id` says it is safe. Under a server policy
 (agent/netguard.py, for a server a visitor chose) every connection is checked, no redirect is followed, and an error
-says only "this server is not allowed" or "could not reach the server".
+says only "this server is not allowed" or "could not reach the server". Every answer is read within a budget
+(agent/http_bounds.py: at most ANSWER_MAX_BYTES in ANSWER_MAX_S, agent/limits.py), and a task the server shows is
+refused when it is too large to draw or grade (`task_size_problem`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any, Self
 
 import httpx
 
+from agent.limits import ANSWER_MAX_BYTES, ANSWER_MAX_S, task_size_problem
 from agent.netguard import (
     NOT_ALLOWED,
     UNREACHABLE,
@@ -43,10 +46,12 @@ def valid_task_id(task_id: Any) -> bool:
 class TaskAPI:
     """One server's Task API over one HTTP connection pool; use it as a context manager."""
 
-    def __init__(self, url: str, *, timeout_s: float = TIMEOUT_S, policy: ServerPolicy | None = None):
+    def __init__(self, url: str, *, timeout_s: float = TIMEOUT_S, policy: ServerPolicy | None = None,
+                 max_bytes: int = ANSWER_MAX_BYTES, max_s: float = ANSWER_MAX_S):
+        """`timeout_s` bounds each connect and read, `max_bytes` and `max_s` each whole answer."""
         self.base = http_url(url)
         self._quiet = policy is not None and not policy.trusts(*origin(self.base))
-        self._http = httpx.Client(timeout=timeout_s) if policy is None else http_client(policy, timeout_s=timeout_s)
+        self._http = http_client(policy, timeout_s=timeout_s, max_bytes=max_bytes, max_s=max_s)
 
     def __enter__(self) -> Self:
         return self
@@ -83,6 +88,9 @@ class TaskAPI:
         answer = self._json(what, "GET", f"/api/tasks/{task_id}", missing_ok=True)
         if answer is not None and not isinstance(answer, dict):
             raise self._error(what, ValueError("something other than a task"))
+        problem = task_size_problem(answer) if answer is not None else None
+        if problem:  # a task the app could not draw or grade in reasonable time
+            raise self._error(what, ValueError(problem))
         return answer
 
     def _json(self, what: str, method: str, path: str, *, missing_ok: bool = False, **options: Any) -> Any:

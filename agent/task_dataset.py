@@ -7,7 +7,7 @@
    huggingface_hub has them cached: a restart serves every task without the network;
 2. one probe (a GET with a short timeout, no retries) asks the Hub for the current revision. Offline, or with the
    Hub down, step 1 stands, or else the bundled eval tasks serve alone and the status says so;
-3. a new revision is downloaded (bounded), checked (agent/task_verdicts.py; verdicts cached by file sha256) and
+3. a new revision is downloaded (bounded in time and size), checked (agent/task_verdicts.py; verdicts cached by file sha256) and
    installed: the tasks the bundled pack does not already serve are written as a task pack in the cache folder
    (`packs/<digest>/`) and handed to `berth_env.pack.set_runtime_packs`, so the in-process berth server serves
    them from its next session on, and so does `python -m berth_env --tasks-dir <that folder>`.
@@ -40,6 +40,7 @@ CACHE_VAR = "TASKS_CACHE"
 FILES = {"eval": "tasks/eval.parquet", "train": "tasks/train.parquet"}  # eval first: the benchmark split leads
 PROBE_TIMEOUT_S = 5.0
 FILE_TIMEOUT_S = 120.0  # one Parquet file, retries included (a few megabytes)
+FILE_MAX_BYTES = 64 << 20  # one Parquet file: the train split's 1,050 tasks are 5.7 MB
 COLUMNS = ("task_id", "split", "task", *REFERENCE_COLUMNS)
 
 
@@ -154,7 +155,8 @@ class TaskDataset:
             revision = self.hub.head_commit()
             if cached is not None and revision == state.get("revision"):
                 return cached
-            paths = {split: self.hub.download(path, revision) for split, path in FILES.items()}
+            paths = {split: self.hub.download(path, revision, max_bytes=FILE_MAX_BYTES)
+                     for split, path in FILES.items()}
         except Exception as exc:
             return self._unreachable(cached, describe(exc))
         try:
@@ -175,7 +177,8 @@ class TaskDataset:
         if state.get("dataset") != self.repo or not isinstance(revision, str):
             return None
         try:
-            paths = {split: self.hub.download(path, revision, cached_only=True) for split, path in FILES.items()}
+            paths = {split: self.hub.download(path, revision, cached_only=True, max_bytes=FILE_MAX_BYTES)
+                     for split, path in FILES.items()}
             return self._install(paths, revision)
         except Exception as exc:  # evicted, or unreadable now: the Hub is asked next
             log.info("tasks dataset %s: the cached copy cannot be used (%s)", self.repo, describe(exc))
@@ -225,7 +228,8 @@ class TaskDataset:
         detail = None
         if left_out:
             text += f" · {len(left_out)} left out"
-            detail = f"{len(left_out)} tasks left out: their references do not hold under our grader (see the log)"
+            detail = (f"{len(left_out)} tasks left out: their references do not hold under our grader, or they are "
+                      "too large to grade (see the log)")
         return _publish(TasksStatus("ready", self.repo, text, splits, detail, tuple(t for t, _ in left_out),
                                     revision))
 

@@ -3,7 +3,9 @@
 A row (DESIGN.md "The tasks dataset") carries the task as JSON plus its reference costs and plans as columns. The
 task offered is the row's `task` with `reference` set from the columns; it passes only when its optimal plan is
 feasible at `optimal_cost` (reward 1.0) and its naive plan costs `naive_cost` under berth_env's grader, so a
-grade in this app always measures against an optimum that really is one.
+grade in this app always measures against an optimum that really is one. A row too large to grade in reasonable
+time (its JSON, its ships or its disruptions past agent/limits.py's bounds) is left out the same way, before
+anything reads or grades it.
 
 Checking 1,100 tasks takes a second or two, so verdicts are kept in a small JSON file keyed by the Parquet file's
 sha256 and by a digest of the grader's own source: a new file or a changed grader is checked again, nothing else.
@@ -20,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import berth_env
+from agent.limits import TASK_MAX_BYTES, input_size, task_size_problem
 from berth_env import check, grade, parse_plan
 from berth_env.pack import task_problem
 
@@ -33,8 +36,12 @@ _UNKNOWN = object()  # a task the verdict cache has no word on
 def row_task(row: Mapping[str, Any]) -> dict:
     """The task a row offers: its `task` JSON with `split` from the row and `reference` from the row's columns.
 
-    Raises ValueError naming what is wrong with the row (unreadable JSON, an id or split that disagrees).
+    Raises ValueError naming what is wrong with the row (too large, unreadable JSON, an id or split that
+    disagrees).
     """
+    for column in ("task", "optimal_plan", "naive_plan"):
+        if input_size(row.get(column), TASK_MAX_BYTES) > TASK_MAX_BYTES:
+            raise ValueError(f"it is too large: its `{column}` is over {TASK_MAX_BYTES // 1024} KB")
     try:
         task = json.loads(row["task"]) if isinstance(row.get("task"), str) else row.get("task")
     except (ValueError, RecursionError) as exc:
@@ -42,6 +49,9 @@ def row_task(row: Mapping[str, Any]) -> dict:
     if not isinstance(task, dict):
         raise ValueError("its `task` is not a JSON object")
     task = dict(task)
+    too_large = task_size_problem(task)
+    if too_large:
+        raise ValueError(too_large)
     if task.get("task_id") != row.get("task_id"):
         raise ValueError(f"its `task` holds task {str(task.get('task_id'))[:80]!r}")
     if row.get("split") is not None:

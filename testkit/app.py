@@ -30,7 +30,10 @@ def settings_for(rollout_dir: Path, **overrides: Any) -> Any:
 
     values = {"env_url": None, "rollout_dir": Path(rollout_dir), "dataset": None, "hub_token": None,
               "public_rollouts": None, "space_id": None, "max_episodes": 16, "max_episodes_per_visitor": 2,
-              "baseline_pace_s": 0.02}  # a blink per step: fast, yet a run still streams several updates
+              "baseline_pace_s": 0.02,  # a blink per step: fast, yet a run still streams several updates
+              # Every caller of a test app is one loopback visitor, and a module's tests save far more than a
+              # visitor's hourly rollouts: the cap is off unless a test sets it.
+              "max_rollouts_per_hour": 0}
     values.update(overrides)
     return Settings(**values)
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from agent.hand_play import PlayRegistry
 from agent.netguard import ServerPolicy
+from agent.quota import SaveQuota
 from agent.runs import NotKept, RunRegistry
 from agent.task_dataset import TaskDataset, dataset_from_env, serve_tasks_dataset
 from agent.tasks import PUBLIC_SERVER, TaskChoice, embedded_catalog, task_for
@@ -43,8 +44,11 @@ class Settings:
     baseline_pace_s: float = 0.5
     tasks_dataset: str | None = None  # TASKS_DATASET: every dock-v1 task; None serves the bundled eval tasks
     tasks_cache: Path | None = None  # TASKS_CACHE: where it is cached (None: agent.task_dataset's default)
-    allowed_servers: str = ""  # ALLOWED_SERVERS: more trusted servers, comma-separated host patterns (fnmatch)
+    allowed_servers: str = ""  # ALLOWED_SERVERS: more trusted servers, comma-separated `host[:port]` (netguard)
     custom_servers: bool | None = None  # CUSTOM_SERVERS=0/1: visitors' own servers; None: on unless on a Space
+    # Rollouts one visitor may save in any hour, Run and Play together (0: no cap). Every rollout is public; a
+    # person playing or watching saves a few an hour, a script 178 in 22 s before this cap.
+    max_rollouts_per_hour: int = 30
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -64,6 +68,7 @@ class Settings:
             tasks_cache=Path(os.environ["TASKS_CACHE"]) if os.environ.get("TASKS_CACHE") else None,
             allowed_servers=os.environ.get("ALLOWED_SERVERS", ""),
             custom_servers=_flag(os.environ.get("CUSTOM_SERVERS")),
+            max_rollouts_per_hour=int(os.environ.get("ARENA_MAX_ROLLOUTS_PER_HOUR", "30")),
         )
 
     @property
@@ -99,14 +104,16 @@ class AppContext:
     @classmethod
     def create(cls, settings: Settings | None = None) -> AppContext:
         settings = settings or Settings.from_env()
+        policy = settings.server_policy()  # first: a malformed ALLOWED_SERVERS stops the start, saying which entry
         pushing = bool(settings.dataset and settings.hub_token)
         store = RolloutStore(settings.rollout_dir, dataset=settings.dataset if pushing else None,
                              token=settings.hub_token if pushing else None)
         # Index rows from an older version get their newer columns from the records, without holding up the start.
         threading.Thread(target=store.fill_index, name="index-fill", daemon=True).start()
+        quota = SaveQuota(settings.max_rollouts_per_hour)  # one budget per visitor for Run and Play together
         registry = RunRegistry(saved_if_played(store.save), max_total=settings.max_episodes,
-                               max_per_visitor=settings.max_episodes_per_visitor, journal=store.running)
-        plays = PlayRegistry(store.save, env_url=settings.env_url)
+                               max_per_visitor=settings.max_episodes_per_visitor, journal=store.running, quota=quota)
+        plays = PlayRegistry(store.save, env_url=settings.env_url, quota=quota)
         # Registered after the store's own exit hook, so it runs first: open hand-played episodes are saved
         # (`interrupted`) before the store pushes what waits.
         atexit.register(plays.close)
@@ -115,7 +122,7 @@ class AppContext:
                                         token=settings.hub_token)
         archive.refresh_local(force=True)
         archive.start_remote()  # the Hub sources load while the first visitor arrives
-        return cls(settings, store, registry, plays, archive, RecordCache(archive), tasks, settings.server_policy())
+        return cls(settings, store, registry, plays, archive, RecordCache(archive), tasks, policy)
 
     def server_url(self, choice: str, custom: str = "") -> str | None:
         """The server a run plays on: None for the embedded one. A URL a visitor typed comes back cleaned (no

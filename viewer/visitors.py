@@ -1,13 +1,19 @@
-"""Who is calling: the key the per-visitor caps count, the same for every browser session and API client of one
-person.
+"""Who is calling: the key the per-visitor caps count (Run, Play and the API alike), the same for every browser
+session and API client of one person.
 
 A signed-in account is the visitor when there is one (the Space's "Sign in with Hugging Face", read from the
 session as Gradio reads it for `gr.OAuthProfile`, or Gradio's own auth, `request.username`); otherwise an address.
 Off a Space that is the client's address as Gradio reports it (`request.client.host`; uvicorn, which Gradio runs,
 takes `X-Forwarded-For` only from the proxies it trusts, loopback by default). On a Space every request comes
 through Hugging Face's proxy, so `request.client.host` is the proxy's internal address, the same for everyone;
-the visitor is then the rightmost public address of `X-Forwarded-For`: the one the proxy itself appended. An
-address a visitor writes into the header sits left of it and is never taken, so no one can pass for someone else.
+the visitor is then the last address of `X-Forwarded-For`: the one the proxy itself appended. Everything left of
+it may have been written by the caller, so it is never taken, not even when the appended address is not a public
+one (a caller inside a private network, say): that address is counted as it is, and everyone behind it shares one
+visitor's caps, which is the safe way to be wrong (taking a part the caller wrote would let one caller be as many
+visitors as it likes).
+
+An IPv6 address counts by its /64: one subscriber line or host usually holds a whole /64 and can pick any address
+in it, so a visitor per address would be a visitor per request. An IPv4-mapped IPv6 address counts as its IPv4.
 """
 
 from __future__ import annotations
@@ -18,33 +24,45 @@ from typing import Any
 
 
 def visitor_of(request: Any) -> str:
-    """`account:<name>` or `ip:<address>`; `unknown` when the request says neither (a direct call in-process)."""
+    """`account:<name>` or `ip:<address or IPv6 /64>`; `unknown` when the request says neither (a direct call
+    in-process)."""
     username = _account(request)
     if username:
         return f"account:{username}"
-    host = _forwarded_address(request) if os.environ.get("SPACE_ID") else None
+    host = _appended_address(request) if os.environ.get("SPACE_ID") else None
     if host is None:
         try:
             host = request.client.host if request is not None else None
         except AttributeError:
             host = None
-    return f"ip:{host}" if isinstance(host, str) and host else "unknown"
+    return address_key(host) if isinstance(host, str) and host else "unknown"
 
 
-def _forwarded_address(request: Any) -> str | None:
-    """The rightmost public address in `X-Forwarded-For` (the Space's proxy appends the caller's own)."""
+def address_key(host: str) -> str:
+    """The visitor an address is: `ip:<IPv4>`, `ip:<IPv6 network>/64`, or the text as given when it is not an
+    address."""
+    try:
+        address = ipaddress.ip_address(host.strip().split("%", 1)[0])
+    except ValueError:
+        return f"ip:{host.strip()[:64]}"
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return f"ip:{address.ipv4_mapped}"
+        return f"ip:{ipaddress.IPv6Network((address, 64), strict=False)}"
+    return f"ip:{address}"
+
+
+def _appended_address(request: Any) -> str | None:
+    """The last address of `X-Forwarded-For` (the Space's proxy appends the caller's own); None without one."""
     try:
         header = request.headers.get("x-forwarded-for") if request is not None else None
     except AttributeError:
         return None
-    for part in reversed((header or "").split(",")[-8:]):
-        try:
-            address = ipaddress.ip_address(part.strip())
-        except ValueError:
-            continue
-        if address.is_global:
-            return str(address)
-    return None
+    last = (header or "").rsplit(",", 1)[-1].strip()
+    try:
+        return str(ipaddress.ip_address(last))
+    except ValueError:
+        return None
 
 
 def _account(request: Any) -> str | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -237,9 +238,31 @@ def retry_delay(exc: BaseException, attempt: int, base_s: float) -> float:
     return min(RETRY_CAP_S, base_s * (2 ** attempt))
 
 
+REDACTED = "[redacted]"
+_KEY_CHAR = r"[A-Za-z0-9_\-]"
+# A key echoed masked: its first characters, a mask (`***`, `...`, `…`, `•••`), its last characters. Head and tail
+# are bounded so a long run of key characters without a mask costs a few steps per character, not a scan each.
+_MASKED = re.compile(rf"(?<!{_KEY_CHAR})(?P<head>{_KEY_CHAR}{{0,32}})(?P<mask>(?:[*•·#]|\.{{2,}}|…)+)"
+                     rf"(?P<tail>{_KEY_CHAR}{{0,32}})")
+_KEY_RUN = re.compile(rf"{_KEY_CHAR}{{8,}}")
+
+
 def scrub(text: str, secrets: list[str]) -> str:
-    """Remove every secret (an API key, a token) from a text that may reach a record, a log or a page."""
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "[redacted]")
-    return text
+    """Remove every secret (an API key, a token) from a text that may reach a record, a log or a page, and what
+    gives part of one away: a masked echo (providers quote a wrong key as `sk-proj-****...WXYZ` or
+    `sk-ant-ap...WXYZ`: its first characters, from 4, or its last, from 3, around a mask) and any run of 8 or more
+    of its characters in a row (a key cut off by a length limit)."""
+    keys = [secret for secret in secrets if secret and len(secret) >= 4]
+    for secret in keys:
+        text = text.replace(secret, REDACTED)
+    if not keys:
+        return text
+
+    def masked(match: re.Match) -> str:
+        head, tail = match["head"], match["tail"]
+        gives_away = any((len(head) >= 4 and key.startswith(head)) or (len(tail) >= 3 and key.endswith(tail))
+                         for key in keys)
+        return REDACTED if gives_away else match[0]
+
+    text = _MASKED.sub(masked, text)
+    return _KEY_RUN.sub(lambda run: REDACTED if any(run[0] in key for key in keys) else run[0], text)

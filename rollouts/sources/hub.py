@@ -6,6 +6,13 @@ means nothing to read, an unreachable Hub means a clear message at once instead 
 whose blob id changed are downloaded (`hf_hub_download`, cached); the rows are one per episode id. Offline
 (`HF_HUB_OFFLINE=1`) what huggingface_hub has cached is used, and the page says so. Every error message names the
 source and the cause, never a token.
+
+Every download is bounded in time (`bounded`) and in size: a file the listing (or, for a single file, the Hub's
+paths-info) says is larger than the caller's `max_bytes` is refused before a byte of it is fetched, and a cached
+copy larger than that is not read. The bounds are far above real files: an index file is folded into Parquet at
+4 MB (rollouts.hub_push) and a writer's day of Parquet rows is a few MB; a record is tens of KB, and the largest
+this app can write (ten checks of a hostile plan, each answered with 0.33 MB of violations, twice over: the
+message and the step) about 7 MB.
 """
 
 from __future__ import annotations
@@ -28,6 +35,8 @@ log = logging.getLogger(__name__)
 
 PROBE_TIMEOUT_S = 5.0     # the first request to a Hub: connect and answer
 FILE_TIMEOUT_S = 20.0     # one index file or record download, retries included
+INDEX_FILE_MAX_BYTES = 128 << 20
+RECORD_MAX_BYTES = 32 << 20
 DOWNLOAD_WORKERS = 4
 
 _pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="browse-hub")
@@ -99,6 +108,7 @@ class HubRepo:
         self.cache_dir = str(cache_dir) if cache_dir else None
         self.probe_timeout = probe_timeout
         self.file_timeout = file_timeout
+        self._listed: tuple[str | None, dict[str, int]] = (None, {})  # the last listing: revision, path -> bytes
 
     def head_commit(self) -> str:
         """The sha of `main` now: one GET, a short timeout, no retries (huggingface_hub's raise_for_status)."""
@@ -121,23 +131,52 @@ class HubRepo:
             try:
                 entries = api.list_repo_tree(self.repo, path_in_repo=folder, recursive=True, repo_type="dataset",
                                              revision=revision)
-                return [(e.path, e.blob_id) for e in entries if isinstance(e, hub.hf_api.RepoFile)]
+                files = [e for e in entries if isinstance(e, hub.hf_api.RepoFile)]
             except hub.errors.EntryNotFoundError:
                 return []
+            self._listed = (revision, {e.path: _size(e) for e in files})
+            return [(e.path, e.blob_id) for e in files]
 
         return bounded(listing, self.file_timeout, f"listing {folder}/ of {self.repo}")
 
-    def download(self, path: str, revision: str | None, *, cached_only: bool = False) -> str:
+    def download(self, path: str, revision: str | None, *, cached_only: bool = False,
+                 max_bytes: int | None = None) -> str:
+        """The local copy of `path` (huggingface_hub's cache), fetched unless `cached_only`; SourceError for a file
+        over `max_bytes` (default INDEX_FILE_MAX_BYTES), or one that takes longer than the file timeout."""
         hub = _hub()
+        max_bytes = INDEX_FILE_MAX_BYTES if max_bytes is None else max_bytes
 
         def fetch() -> str:
-            return hub.hf_hub_download(self.repo, path, repo_type="dataset", revision=revision,
-                                       endpoint=self.endpoint, token=self.token or False, cache_dir=self.cache_dir,
-                                       etag_timeout=self.probe_timeout, local_files_only=cached_only)
+            if not cached_only:
+                self._refuse_over(path, revision, self._size_of(path, revision), max_bytes)
+            local = hub.hf_hub_download(self.repo, path, repo_type="dataset", revision=revision,
+                                        endpoint=self.endpoint, token=self.token or False, cache_dir=self.cache_dir,
+                                        etag_timeout=self.probe_timeout, local_files_only=cached_only)
+            self._refuse_over(path, revision, os.path.getsize(local), max_bytes)  # what arrived, whatever was said
+            return local
 
         if cached_only:
             return fetch()
         return bounded(fetch, self.file_timeout, f"downloading {path}")
+
+    def _size_of(self, path: str, revision: str | None) -> int | None:
+        """The file's size as the last listing said (same revision), else as the Hub's paths-info says now (None:
+        not in the repo, and the download will say so)."""
+        listed_at, sizes = self._listed
+        if revision is not None and revision == listed_at and path in sizes:
+            return sizes[path]
+        hub = _hub()
+        api = hub.HfApi(endpoint=self.endpoint, token=self.token or False)
+        for entry in api.get_paths_info(self.repo, [path], revision=revision, repo_type="dataset"):
+            if isinstance(entry, hub.hf_api.RepoFile) and entry.path == path:
+                return _size(entry)
+        return None
+
+    @staticmethod
+    def _refuse_over(path: str, revision: str | None, size: int | None, max_bytes: int) -> None:
+        if size is not None and size > max_bytes:
+            raise SourceError(f"{path} is {_bytes_text(size)}, more than the {_bytes_text(max_bytes)} this app "
+                              "reads from one file")
 
 
 class HubSource:
@@ -207,11 +246,13 @@ class HubSource:
                     from None
         try:
             try:
-                local = self.hub.download(path, self.revision, cached_only=True)
+                local = self.hub.download(path, self.revision, cached_only=True, max_bytes=RECORD_MAX_BYTES)
+            except SourceError:
+                raise
             except Exception:
                 if offline():
                     raise
-                local = self.hub.download(path, self.revision)
+                local = self.hub.download(path, self.revision, max_bytes=RECORD_MAX_BYTES)
             with open(local, "rb") as f:
                 data = f.read()
         except Exception as exc:
@@ -222,3 +263,13 @@ class HubSource:
             raise SourceError(str(exc)) from None
 
 
+def _size(entry: Any) -> int:
+    """A listed file's size: its LFS object's when it is one (the pointer's own size says nothing)."""
+    lfs = getattr(entry, "lfs", None)
+    return int(getattr(lfs, "size", None) or entry.size or 0)
+
+
+def _bytes_text(size: int) -> str:
+    if size >= 1 << 20:
+        return f"{size / 2**20:,.1f} MB"
+    return f"{size / 1024:,.1f} KB" if size >= 1024 else f"{size:,} bytes"

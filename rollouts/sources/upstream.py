@@ -31,6 +31,10 @@ from rollouts.schema import COLUMNS, coerce_cell, valid_episode_id
 from rollouts.sources import Loaded, SourceError
 from rollouts.sources.hub import HubRepo, describe, offline
 
+# Upstream's one Parquet file holds whole transcripts (JSON columns) beside the index columns: a bound for it
+# alone, well above a few thousand rollouts of tens of KB each.
+FILE_MAX_BYTES = 512 << 20
+
 log = logging.getLogger(__name__)
 
 JSON_COLUMNS = ("final_plan", "grade", "steps", "messages")
@@ -223,7 +227,7 @@ class UpstreamSource:
                 if not files:
                     return Loaded(self.name, self.label, error=f"no Parquet file for config `{self.config}`",
                                   changed=self._table is not None)
-                local = self.hub.download(files[0], None)
+                local = self.hub.download(files[0], None, max_bytes=FILE_MAX_BYTES)
                 self._table = self._index(local)
                 self._file, self._local, self.revision = files[0], local, sha
                 note = f"{len(files) - 1} more Parquet files not read" if len(files) > 1 else None
@@ -250,7 +254,7 @@ class UpstreamSource:
                            if p.endswith(".parquet") and not any(c in p for c in "*?["))
             if not files:
                 raise FileNotFoundError
-            local = self.hub.download(files[0], None, cached_only=True)
+            local = self.hub.download(files[0], None, cached_only=True, max_bytes=FILE_MAX_BYTES)
             self._table, self._file, self._local = self._index(local), files[0], local
             return Loaded(self.name, self.label, table=self._table,
                           note=f"{reason or 'offline (HF_HUB_OFFLINE)'}: using the cached copy")

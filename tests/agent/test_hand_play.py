@@ -4,12 +4,14 @@ leaderboard then show the hand-played rollout as `human`)."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
 from gradio_client import Client
 
 from agent.hand_play import PlayError, PlayRegistry, human_model
+from agent.session import EnvError, EnvSession
 from berth_env import load_pack
 from berth_env.baselines import published_plan
 from rollouts.schema import validate_record
@@ -28,7 +30,7 @@ def store(tmp_path):
 
 @pytest.fixture
 def plays(store, env_url):
-    registry = PlayRegistry(store.save, env_url=env_url, max_open=3, max_per_owner=2)
+    registry = PlayRegistry(store.save, env_url=env_url, max_open=3, max_per_visitor=2)
     yield registry
     registry.close()
 
@@ -131,6 +133,83 @@ def test_a_plan_the_tools_refuse_costs_no_check_and_the_episode_goes_on(plays):
     assert plays.submit(episode.episode_id, "page-a", reference("naive_plan"))["reward"] < 1.0 and episode.done
 
 
+def test_a_plan_over_the_size_limit_is_refused_and_leaves_nothing(plays, store):
+    """Before, the plan went into the record before the server answered, with no size limit: a 1 MB plan became
+    a 2.1 MB public rollout, and a 16 MB one the server's frame limit refused was saved all the same."""
+    episode = plays.start(TASK_ID, owner="page-a")
+    before = json.dumps(episode.record)
+    huge = reference("naive_plan") * 6000  # 1 MB
+    for call in (plays.check, plays.submit):
+        with pytest.raises(PlayError, match="too large: this app takes at most 64 KB"):
+            call(episode.episode_id, "page-a", huge)
+    with pytest.raises(PlayError, match="too large"):
+        plays.check(episode.episode_id, "page-a", [{"ship": 0, "note": "x" * (16 << 20)}])  # 16 MB
+    assert json.dumps(episode.record) == before and not episode.done  # no call, no error, no turn
+    assert plays.abandon("page-a") == [episode]
+    assert store.load(episode.episode_id) is None and store.rows() == []  # nothing played, nothing saved
+
+    # Beside answered calls: the record holds exactly what the server answered for.
+    played = plays.start(TASK_ID, owner="page-b")
+    plays.check(played.episode_id, "page-b", reference("naive_plan"))
+    with pytest.raises(PlayError, match="too large"):
+        plays.submit(played.episode_id, "page-b", huge)
+    plays.submit(played.episode_id, "page-b", reference("optimal_plan"))
+    record = store.load(played.episode_id)
+    assert record["turns"] == 2 and [s["tool"] for s in record["steps"]] == ["check_plan", "submit_plan"]
+    assert len(json.dumps(record)) < 200_000 and record["errors"] == []
+
+
+def test_the_websocket_session_bounds_what_it_sends_and_what_it_reads(env_url, monkeypatch):
+    import agent.session
+
+    session = EnvSession(env_url)
+    try:
+        session.reset(TASK_ID, "wsbound01")
+        refused = session.call("check_plan", {"plan": reference("naive_plan") * 6000})
+        assert refused.is_error and "larger than 64 KB; not sent" in refused.text and not refused.done
+        checked = json.loads(session.call("check_plan", {"plan": reference("naive_plan")}).text)
+        assert checked["checks_left"] == 9  # the server never saw the refused one
+    finally:
+        session.close()
+    monkeypatch.setattr(agent.session, "MESSAGE_MAX_BYTES", 4096)  # the reset's answer is larger (5 KB)
+    small = EnvSession(env_url)
+    try:
+        with pytest.raises(EnvError, match=r"message too big\) frame with \d+ bytes exceeds limit of 4096"):
+            small.reset(TASK_ID, "wsbound02")
+    finally:
+        small.close()
+
+
+def test_a_call_the_server_never_answers_is_not_recorded_and_the_answered_ones_are_saved(store, warm_python):
+    from testkit.servers import berth_server
+
+    with berth_server(python=warm_python) as url:
+        plays = PlayRegistry(store.save, env_url=url)
+        episode = plays.start(TASK_ID, owner="page-a")
+        plays.check(episode.episode_id, "page-a", reference("naive_plan"))
+    # The server is gone: this check is never answered.
+    with pytest.raises(PlayError, match=r"The berth server failed.*saved as it stands"):
+        plays.check(episode.episode_id, "page-a", reference("optimal_plan"))
+    record = store.load(episode.episode_id)
+    assert record["end_reason"] == "error" and record["turns"] == 1 and len(record["steps"]) == 1
+    assert record["errors"][0].startswith("check_plan: ")
+    assert json.dumps(reference("optimal_plan")) not in json.dumps(record)  # the unanswered plan is not kept
+    plays.close()
+
+
+def test_the_caps_count_the_visitor_not_the_session(plays):
+    """Before, the per-visitor cap counted Gradio's session hash, which the caller picks: fresh hashes from one
+    address took every slot."""
+    plays.start(TASK_ID, owner="session-1", visitor="ip:203.0.113.5")
+    plays.start(TASK_ID, owner="session-2", visitor="ip:203.0.113.5")
+    with pytest.raises(PlayError, match="limit is 2 per visitor"):
+        plays.start(TASK_ID, owner="session-3", visitor="ip:203.0.113.5")
+    assert plays.open_count("ip:203.0.113.5") == 2
+    other = plays.start(TASK_ID, owner="session-4", visitor="ip:198.51.100.7")  # another visitor still plays
+    with pytest.raises(PlayError, match="another session"):  # and who may play an episode is still its session
+        plays.check(other.episode_id, "session-1", reference("naive_plan"))
+
+
 def test_human_model_names():
     assert human_model() == "human" and human_model("") == "human"
     assert human_model("alice-b") == "human:alice-b"
@@ -190,3 +269,33 @@ def test_the_play_api_plays_to_a_saved_human_rollout_shown_in_browse(arena):
     board = client.predict(api_name="/browse_leaderboard", model="human")
     assert [b["model"] for b in board] == ["human"]
     assert client.predict(episode_id, api_name="/browse_record")["model"] == "human"
+
+
+def test_the_play_api_refuses_a_megabyte_plan_and_saves_nothing(arena):
+    client = Client(arena.url, verbose=False, headers={"X-Forwarded-For": "203.0.113.21"})
+    started = client.predict(TASK_ID, api_name="/play_start")
+    episode_id = started["episode_id"]
+    for api_name in ("/play_check", "/play_submit"):
+        with pytest.raises(Exception, match="too large"):
+            client.predict(episode_id, reference("naive_plan") * 6000, api_name=api_name)
+    assert arena.ctx.store.load(episode_id) is None
+    assert client.predict(episode_id, started["plan"], api_name="/play_check")["checks_left"] == 9
+    assert client.predict(episode_id, reference("optimal_plan"), api_name="/play_submit")["reward"] == 1.0
+    record = arena.ctx.store.load(episode_id)
+    assert record["turns"] == 2 and [s["tool"] for s in record["steps"]] == ["check_plan", "submit_plan"]
+    assert len(json.dumps(record)) < 200_000
+
+
+def test_fresh_sessions_from_one_address_share_its_play_slots(arena):
+    """Each gradio_client Client is a new session: from one address they are one visitor (3 episodes open)."""
+    opened = []
+    for _ in range(3):
+        client = Client(arena.url, verbose=False, headers={"X-Forwarded-For": "203.0.113.22"})
+        opened.append((client, client.predict(TASK_ID, api_name="/play_start")["episode_id"]))
+    late = Client(arena.url, verbose=False, headers={"X-Forwarded-For": "203.0.113.22"})
+    with pytest.raises(Exception, match="limit is 3 per visitor"):
+        late.predict(TASK_ID, api_name="/play_start")
+    other = Client(arena.url, verbose=False, headers={"X-Forwarded-For": "203.0.113.23"})
+    opened.append((other, other.predict(TASK_ID, api_name="/play_start")["episode_id"]))
+    for client, episode_id in opened:  # end them: the module's app is shared
+        client.predict(episode_id, reference("optimal_plan"), api_name="/play_submit")

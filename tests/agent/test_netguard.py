@@ -217,3 +217,35 @@ def test_a_guarded_sessions_websocket_is_dialled_by_the_guard(env_url, monkeypat
         session.close()
     host, port = env_url.removeprefix("http://").split(":")
     assert dialled == [(host, int(port))]
+
+
+def test_allowed_servers_are_host_and_port_never_a_character_class(listener):
+    """Before, `ALLOWED_SERVERS` entries were fnmatch patterns: `[2001:db8::1]:8000` read as a character class that
+    trusts host `0` (0.0.0.0: this machine), which was then dialled unchecked."""
+    port = listener.port
+    policy = ServerPolicy.build([], f"[2001:db8::1]:{port}, *.partner.example, 10.0.0.5:8000", custom=True)
+    assert policy.trusts("2001:db8::1", port) and policy.trusts("2001:0DB8:0::1", port)  # one address, any spelling
+    assert not policy.trusts("2001:db8::1", port + 1) and not policy.trusts("0", port)
+    assert policy.trusts("a.partner.example", 443) and policy.trusts("a.b.partner.example", 80)
+    assert not policy.trusts("partner.example", 443) and not policy.trusts("evilpartner.example", 443)
+    assert policy.trusts("10.0.0.5", 8000) and not policy.trusts("10.0.0.5", 8001)
+    with pytest.raises(ServerRefused, match=NOT_ALLOWED):
+        policy.admit(f"http://0:{port}")
+    with TaskAPI(f"http://0:{port}", policy=policy) as api, pytest.raises(TaskAPIError, match=NOT_ALLOWED):
+        api.splits()
+    assert listener.accepted == 0
+
+
+@pytest.mark.parametrize("entry, why", [
+    ("2001:db8::1", "IPv6 address in brackets"), ("[2001:db8::1", "not host"), ("berths.example:http", "not host"),
+    ("10.0.0.[1-9]", "not host"), ("b?rths.example", "not host"), ("*berths.example", "not host"),
+    ("[::1]:99999", "not host"), ("*.[::1]", "not host"),
+])
+def test_a_malformed_allowed_servers_entry_stops_the_start_naming_it(tmp_path, entry, why):
+    from testkit.app import settings_for
+    from viewer.context import AppContext
+
+    with pytest.raises(ValueError, match=why) as refused:
+        AppContext.create(settings_for(tmp_path, allowed_servers=f"berths.example, {entry}"))
+    assert repr(entry) in str(refused.value)
+    assert not (tmp_path / ".push").exists()  # refused before anything started

@@ -3,6 +3,13 @@ berth servers: the embedded one, and a child process serving an extra pack."""
 
 from __future__ import annotations
 
+import contextlib
+import gzip
+import http.server
+import json
+import threading
+import time
+
 import pytest
 
 import testkit.servers
@@ -74,3 +81,104 @@ def test_task_for_reads_a_remote_public_task_and_never_keeps_a_failure(tmp_path,
         assert remote["task_id"] == "toy-1" and "reference" not in remote
         assert task_for("toy-2", url) is None
     assert task_for("toy-1", url) == remote  # a task found is kept: the server is gone now
+
+
+# -- bounded answers: a server a visitor names must not fill the app's memory or hold a worker ---------------------
+
+class _Hostile(http.server.BaseHTTPRequestHandler):
+    """Answers every request one way: `huge` (48 MB of a valid task list, chunked, no length), `declared` (a
+    Content-Length of 300 MB), `drip` (a byte every 0.2 s, forever) or `gzip` (a small gzip body of 50 MB)."""
+
+    protocol_version = "HTTP/1.1"
+    mode = "huge"
+    sent = 0
+
+    def handle(self):
+        with contextlib.suppress(OSError):  # the client hung up, as a bounded client does
+            super().handle()
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        kind, cls = self.mode, type(self)
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        try:
+            if kind == "declared":
+                self.send_header("Content-Length", str(300 << 20))
+                self.end_headers()
+                self.wfile.write(b'{"tasks": [')
+            elif kind == "gzip":
+                body = gzip.compress(b'{"tasks": [' + b'{"task_id": "t"},' * (3 << 20) + b'{"task_id": "t"}]}')
+                self.send_header("Content-Encoding", "gzip")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+            else:
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                self._chunks(kind, cls)
+        except OSError:  # the client hung up: what a bounded client does
+            pass
+
+    def do_GET(self):
+        body = json.dumps({"task_id": "huge-0", "ships": [{"id": n} for n in range(10_240)]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _chunks(self, kind, cls):
+        pieces = [b'{"tasks": ['] + [b'{"task_id": "t"},' * 65536] * 44 + [b'{"task_id": "t"}]}']
+        for piece in pieces if kind == "huge" else iter(lambda: b" ", None):
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+            cls.sent += len(piece)
+            if kind == "drip":
+                time.sleep(0.2)
+        self.wfile.write(b"0\r\n\r\n")
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def hostile():
+    handler = type("Hostile", (_Hostile,), {"sent": 0})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", handler
+    server.shutdown()
+    server.server_close()
+
+
+def test_an_answer_past_the_size_bound_is_refused_while_it_streams(hostile):
+    """Before, the client read and parsed the whole answer: 300 MB from a server took the app from 352 MB to
+    1,255 MB. Now it stops reading at ANSWER_MAX_BYTES (32 MB) and says so."""
+    url, handler = hostile
+    handler.mode = "huge"  # 48 MB of a task list that parses: only the bound refuses it
+    with TaskAPI(url) as api, pytest.raises(TaskAPIError, match="larger than 32 MB"):
+        api.tasks("train")
+    assert handler.sent < 40 << 20  # the rest was never asked for (socket buffers hold a few MB)
+    handler.mode = "declared"
+    started = time.monotonic()
+    with TaskAPI(url) as api, pytest.raises(TaskAPIError, match="larger than 32 MB"):
+        api.tasks("train")
+    assert time.monotonic() - started < 5  # refused on its headers
+    handler.mode = "gzip"  # 0.2 MB on the wire, 50 MB unpacked
+    with TaskAPI(url) as api, pytest.raises(TaskAPIError, match="compressed answer"):
+        api.tasks("train")
+
+
+def test_an_answer_that_drips_is_given_up_at_the_time_bound(hostile):
+    url, handler = hostile
+    handler.mode = "drip"  # every read comes within the read timeout: only a bound on the whole answer ends it
+    started = time.monotonic()
+    with TaskAPI(url, timeout_s=2, max_s=1.0) as api, pytest.raises(TaskAPIError, match="took longer than 1 s"):
+        api.tasks("train")
+    assert time.monotonic() - started < 4
+
+
+def test_a_task_too_large_to_draw_or_grade_is_refused_by_name(hostile):
+    url, _ = hostile
+    with TaskAPI(url) as api, pytest.raises(TaskAPIError, match="too large: 10,240 ships"):
+        api.task("huge-0")  # a task the chart and the grader would take seconds on

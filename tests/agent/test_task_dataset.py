@@ -236,3 +236,62 @@ def test_the_cli_plays_a_train_task(tmp_path, hub, warm_python):
     loader(hub, tmp_path / "cache").load()  # this process serves the same tasks now: grade the greedy plan here
     task = load_pack().get(TRAIN_TASK)
     assert record["end_reason"] == "submitted" and record["reward"] == grade(task, greedy_plan(task))["reward"]
+
+
+# -- bounds ----------------------------------------------------------------------------------------------------------
+
+def oversized_rows() -> tuple[list[dict], dict[str, str]]:
+    """Rows whose task is far beyond any dock-v1 task (59 ships, 18 disruptions, 35 KB)."""
+    from berth_env.pack import base_pack
+    from testkit.task_dataset import as_train, task_row
+
+    rows, why = [], {}
+    for number, (ships, disruptions) in enumerate([(10_240, None), (300, None), (20, 500)], start=960):
+        task = as_train(base_pack().tasks[2], number)
+        row = task_row(task)  # the row's other columns are those of a real task; its `task` is the giant
+        task["ships"] = [dict(task["ships"][i % len(task["ships"])], id=i) for i in range(ships)]
+        if disruptions:
+            task["disruptions"] = [task["disruptions"][0]] * disruptions
+        row["task"] = json.dumps(task)
+        rows.append(row)
+        why[task["task_id"]] = "it is too large"
+    return rows, why
+
+
+def test_an_oversized_row_is_left_out_and_named_like_a_broken_one_before_any_grading(tmp_path, hub, monkeypatch,
+                                                                                     caplog):
+    """Before, a row of 10,240 ships was graded in-process with no bound (a start of 13-47 s instead of 7 s)."""
+    import agent.task_verdicts as verdicts_module
+    from testkit.task_dataset import dataset_files, train_copies
+    from tests.browse_helpers import publish
+    from tests.tasks_helpers import TOKEN, bundled
+
+    rows, too_large = oversized_rows()
+    tasks = bundled()
+    publish(hub.url, REPO, dataset_files(tasks, train_copies(tasks, 3), broken_rows=rows), token=TOKEN)
+    graded: list[str] = []
+    real = verdicts_module.reference_problem
+    monkeypatch.setattr(verdicts_module, "reference_problem", lambda task: graded.append(task["task_id"]) or
+                        real(task))
+    with caplog.at_level(logging.WARNING, logger="agent.task_dataset"):
+        status = loader(hub, tmp_path).load()
+    assert status.state == "ready" and status.splits == {"eval": 50, "train": 3}
+    assert set(status.left_out) == set(too_large) and "3 left out" in status.text
+    assert not set(graded) & set(too_large)
+    expected = ["too large: its `task` is over 256 KB", "too large: 300 ships (at most 200)",
+                "too large: 500 disruptions (at most 60)"]
+    for task_id, reason in zip(too_large, expected, strict=True):
+        said = [r.getMessage() for r in caplog.records if task_id in r.getMessage()]
+        assert len(said) == 1 and reason in said[0], said
+
+
+def test_a_tasks_file_over_the_size_bound_is_never_downloaded(tmp_path, hub, monkeypatch):
+    import agent.task_dataset
+
+    published_dataset(hub)
+    monkeypatch.setattr(agent.task_dataset, "FILE_MAX_BYTES", 4096)  # the real bound is 64 MB; these are larger
+    before = len(hub.hits("resolve"))
+    status = loader(hub, tmp_path).load()
+    assert status.state == "offline" and "tasks/eval.parquet is" in status.detail
+    assert "more than the 4.0 KB this app reads from one file" in status.detail
+    assert len(hub.hits("resolve")) == before and len(load_pack().tasks) == 50

@@ -60,12 +60,14 @@ def test_a_visitors_server_on_the_spaces_network_gets_nothing_and_leaves_no_roll
 
 
 @pytest.mark.parametrize("model, task_id, expected", [
-    ("baseline:" + "A" * 1_000_000, TASK_ID, "longer than 200 characters"),
+    ("baseline:" + "A" * 1_000_000, TASK_ID, "The model spec is too large: this app takes at most 64 KB"),
+    ("baseline:" + "A" * 300, TASK_ID, "longer than 200 characters"),
     ("baseline:greedy\x1b[31m", TASK_ID, "may use only letters"),
     ("baseline:greedy", "dock\x00-24B", "must be 1-128 letters"),
     ("baseline:greedy", "../../etc/passwd", "must be 1-128 letters"),
     ("baseline:greedy", "\u202edock-24B", "must be 1-128 letters"),
-    ("baseline:greedy", "x" * 100_000, "must be 1-128 letters"),
+    ("baseline:greedy", "x" * 100_000, "The task id is too large"),
+    ("baseline:greedy", "x" * 200, "must be 1-128 letters"),
     ("baseline:greedy", "dock-99X-w01x1-busy-0", "not one this server offers"),
 ])
 def test_hostile_specs_and_task_ids_are_refused_briefly_and_leave_no_rollout(arena, model, task_id, expected):
@@ -121,7 +123,10 @@ def test_the_private_run_handler_called_by_index_enforces_the_same_limits(arena,
     assert "This server is not allowed" in answer
     answer = _raw_call(arena.url, index, ["baseline:" + "B" * 1_000_000, TASK_ID, 12, 24000, "embedded", "",
                                           *keys], "raw-door-2")
-    assert "longer than 200 characters" in answer and len(answer) < 20_000
+    assert "The model spec is too large" in answer and len(answer) < 20_000
+    answer = _raw_call(arena.url, index, ["anthropic:claude-test", TASK_ID, 12, 24000, "custom", "h" * 200_000,
+                                          "k" * 200_000, "", "", ""], "raw-door-4")
+    assert "is too large" in answer and len(answer) < 20_000
     answer = _raw_call(arena.url, index, ["baseline:greedy", "../../latest/meta-data", 12, 24000, "embedded", "",
                                           *keys], "raw-door-3")
     assert "must be 1-128 letters" in answer

@@ -96,6 +96,7 @@ def wire_page_load(section: BrowseSection, demo: gr.Blocks, tab: gr.Tab) -> None
 
 
 def build_browse_section(ctx: AppContext, app_tabs: gr.Tabs) -> BrowseSection:
+    ctx.archive.refresh_local(force=True)  # what the folder holds as the page is built
     parts: dict[str, Any] = {}
     parts.update(_build_bar())
     with gr.Tabs(selected="list", elem_id="browse-views") as views:

@@ -2,8 +2,10 @@
 
 `plan` is the JSON list the tools take (`[{ship, berth_hour, section, cranes}]`, or the same as JSON text) and each
 answer is the server's own JSON (`reward` on submit). Only the client that started an episode may play it (Gradio's
-session of that client); the rollout (model `human`) is saved when the episode ends. Each function takes the app's
-context first (app.py binds it) and enforces its own limits: any client that reaches the Space may call it.
+session of that client); the caps count the visitor (viewer.visitors: the account or address, however many
+sessions it opens). The rollout (model `human`) is saved when the episode ends. Each function takes the app's
+context first (app.py binds it); agent.hand_play enforces the limits, since any client that reaches the Space may
+call these.
 """
 
 from __future__ import annotations
@@ -15,15 +17,17 @@ import gradio as gr
 from agent.hand_play import PlayError, human_model
 from berth_env.baselines import published_plan
 from viewer.context import AppContext
+from viewer.visitors import visitor_of
 
 
 def play_start(ctx: AppContext, task_id: str, request: gr.Request = None) -> dict:
     """Open a hand-played episode on `task_id`: {episode_id, plan} (the published plan, a place to start)."""
-    task = ctx.task_for((task_id or "").strip(), None)
+    task_id = task_id.strip() if isinstance(task_id, str) else ""
     try:
-        episode = ctx.plays.start(task_id, owner=_owner(request), model=human_model())
+        episode = ctx.plays.start(task_id, owner=_owner(request), visitor=visitor_of(request), model=human_model())
     except PlayError as exc:
         raise gr.Error(str(exc)) from None
+    task = ctx.task_for(task_id, None)
     return {"episode_id": episode.episode_id, "plan": published_plan(task) if task else [],
             "checks_left": episode.checks_left}
 

@@ -20,6 +20,7 @@ from typing import Any
 import gradio as gr
 
 from agent.hand_play import HandEpisode, PlayError, human_model
+from agent.limits import InputTooLarge, check_input
 from berth_env.baselines import published_plan
 from berth_env.texts import situation_text
 from rollouts.record_view import RecordView
@@ -30,6 +31,7 @@ from viewer.play.plan_table import DATATYPES, HEADERS, TableError, json_rows, pl
 from viewer.summary import grade_panel
 from viewer.task_picker import TaskPicker, build_task_picker, wire_task_picker
 from viewer.task_view import task_brief
+from viewer.visitors import visitor_of
 from viewer.wiring import base_url, bind, unchanged
 
 log = logging.getLogger(__name__)
@@ -155,8 +157,8 @@ def follow_table(section: PlaySection, task_id: str, rows: Any, checked: list | 
     if task is None:
         return unchanged(section.chart)
     try:
-        plan = rows_plan(task, rows)
-    except TableError as exc:
+        plan = _table_plan(task, rows)
+    except (TableError, InputTooLarge) as exc:
         return {section.verdict: f"⚠️ {escape_md(exc)}"}
     return {section.chart: draft_chart(task, plan, checked), section.verdict: HOW_TO}
 
@@ -166,9 +168,10 @@ def load_plan_json(section: PlaySection, task_id: str, text: str, checked: list 
     if task is None:
         return {section.verdict: "⚠️ Pick a task first."}
     try:
+        check_input(text, "the pasted plan")
         rows = json_rows(task, text)
         plan = rows_plan(task, rows)
-    except TableError as exc:
+    except (TableError, InputTooLarge) as exc:
         return {section.verdict: f"⚠️ That plan cannot be read: {escape_md(exc)}"}
     return {section.table: rows, section.chart: draft_chart(task, plan, checked),
             section.verdict: "The pasted plan is in the table. **Check** it or **Submit** it."}
@@ -180,7 +183,7 @@ def check_table(section: PlaySection, task_id: str, rows: Any, episode: dict | N
     try:
         task, plan, played = _play(section, task_id, rows, episode, request, profile)
         result = section.ctx.plays.check(played.episode_id, played.owner, plan)
-    except (TableError, PlayError) as exc:
+    except (TableError, InputTooLarge, PlayError) as exc:
         return {section.verdict: f"⚠️ {escape_md(exc)}"}
     number = len(RecordView(played.record).checks)
     out = {section.verdict: check_markdown(task, result, number, played.max_checks),
@@ -197,7 +200,7 @@ def submit_table(section: PlaySection, task_id: str, rows: Any, episode: dict | 
     try:
         task, plan, played = _play(section, task_id, rows, episode, request, profile)
         result = section.ctx.plays.submit(played.episode_id, played.owner, plan)
-    except (TableError, PlayError) as exc:
+    except (TableError, InputTooLarge, PlayError) as exc:
         return {section.verdict: f"⚠️ {escape_md(exc)}"}
     if not played.done:  # the server refused the plan's form; the episode goes on
         return {section.verdict: f"⚠️ Not graded: {escape_md(result.get('error') or result)}",
@@ -263,7 +266,7 @@ def _play(section: PlaySection, task_id: str, rows: Any, episode: dict | None, r
     task = section.ctx.task_for(task_id, None)
     if task is None:
         raise PlayError("Pick a task first.")
-    plan = rows_plan(task, rows)
+    plan = _table_plan(task, rows)
     owner, plays = _owner(request), section.ctx.plays
     if episode and episode.get("task_id") == task_id:
         try:
@@ -272,7 +275,13 @@ def _play(section: PlaySection, task_id: str, rows: Any, episode: dict | None, r
             pass  # closed while idle: a new episode, with a fresh budget
     plays.abandon(owner)
     model = human_model(getattr(profile, "username", None))
-    return task, plan, plays.start(task_id, owner=owner, model=model)
+    return task, plan, plays.start(task_id, owner=owner, visitor=visitor_of(request), model=model)
+
+
+def _table_plan(task: dict, rows: Any) -> list:
+    """The table's plan; InputTooLarge for a table over the one limit on what a visitor sends, before reading it."""
+    check_input(rows, "the plan table")
+    return rows_plan(task, rows)
 
 
 def _fresh(section: PlaySection, task_id: str, owner: str) -> dict:

@@ -16,7 +16,7 @@ from typing import Any
 
 import gradio as gr
 
-from agent.limits import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS
+from agent.limits import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, InputTooLarge, check_input
 from agent.providers.registry import MissingKey, check_endpoint, parse_spec, provider_class, resolve_key
 from agent.runs import CapacityError, EpisodeRun, stop_token
 from agent.spec import SpecError
@@ -74,9 +74,13 @@ def start_episode(ctx: AppContext, model: str, task_id: str, turns: Any, tokens:
     stop it; `visitor` (viewer.visitors) is whom the per-visitor cap counts.
 
     Every check happens here, whichever door the request came through (the form, the API, a raw call of a
-    handler), and before anything starts: a request refused here leaves no rollout. Blocking (it may resolve the
+    handler), and before anything starts: a request refused here leaves no rollout. Each field first meets the one
+    size limit on what a visitor sends (agent.limits.check_input), then its own rules. Blocking (it may resolve the
     server's name): call it from a worker thread.
     """
+    _check_sizes({"model": ("the model spec", model), "task": ("the task id", task_id),
+                  "limits": ("the limits", [turns, tokens]), "server": ("the server", [server_choice, url]),
+                  "keys": ("the API keys", keys)})
     model = model.strip() if isinstance(model, str) else ""
     task_id = task_id.strip() if isinstance(task_id, str) else ""
     if not task_id:
@@ -118,6 +122,14 @@ def start_episode(ctx: AppContext, model: str, task_id: str, turns: Any, tokens:
     except CapacityError as exc:
         raise FormError("capacity", str(exc)) from None
     return Started(run, task, server_url)
+
+
+def _check_sizes(fields: dict[str, tuple[str, Any]]) -> None:
+    for field, (what, value) in fields.items():
+        try:
+            check_input(value, what)
+        except InputTooLarge as exc:
+            raise FormError("model" if field == "keys" else field, str(exc), needs_key=field == "keys") from None
 
 
 def _checked_keys(keys: dict[str, Any]) -> dict[str, str]:
