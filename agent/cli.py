@@ -10,7 +10,8 @@ episodes the folder already holds for the same run, model and task, without erro
 `--repeats R` plays every task x model cell R times (resuming counts the rollouts a cell already has).
 `--shard K/N` plays the K-th of N disjoint slices of the task x model grid (the rule is agent/grid.py's), so N
 machines fill one dataset together. Every machine must be given the same models, tasks and repeats; each resumes
-its own slice.
+its own slice. `python -m agent sweep` (agent/cli_sweep.py) starts, follows and mends those N machines as
+Hugging Face Jobs or local processes.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from agent import cli_board, cli_regrade, cli_tasks
+from agent import cli_board, cli_regrade, cli_sweep, cli_tasks
 from agent.grid import check_run_name, grid_cells, latest, parse_shard, positive, task_ids
 from agent.limits import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, DEFAULT_WALL_CLOCK_S
 from agent.providers.registry import parse_spec, preload_and_freeze
@@ -65,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_board.add_parser(commands)
     cli_regrade.add_parser(commands)
     cli_tasks.add_parser(commands)
+    cli_sweep.add_parser(commands)
     return parser
 
 
@@ -78,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
         return cli_board.main(args)
     if args.command == "regrade":
         return cli_regrade.main(args)
+    if args.command == "sweep":
+        return cli_sweep.main(args)
     try:
         for spec in args.model:
             parse_spec(spec)
