@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import secrets
+import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -29,7 +30,7 @@ from agent.sweep_cost import estimate
 from agent.sweep_local import LocalShards, Spawn
 from agent.sweep_plan import HF_JOBS, LOCAL, SweepError, SweepPlan, job_secrets, parse_timeout, resolve_image
 from agent.sweep_plan import shard_run_args as shard_args
-from agent.sweep_state import SweepState, SweepStateError, hub_cache, load_from_hub, load_local, newest
+from agent.sweep_state import SweepState, SweepStateError, load_from_hub, load_local, newest
 from rollouts.layout import default_rollout_dir
 
 
@@ -68,16 +69,19 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 def main(args: argparse.Namespace, *, spawn: Spawn | None = None, console: Console | None = None) -> int:
     """Run the sweep command; `spawn` starts local shards (agent/sweep_local.py), `console` is where it talks."""
     console = console or Console()
-    try:
-        if args.resume or args.status or args.cancel:
-            return _existing(args, spawn, console)
-        return _start(args, spawn, console)
-    except (SweepError, SweepStateError) as exc:
-        print(f"error: {exc}", file=console.err)
-        return 2
+    # What is read from the dataset (its index files, many versions of them over a long sweep) is cached only for
+    # this command's life.
+    with tempfile.TemporaryDirectory(prefix="arena-sweep-") as cache:
+        try:
+            if args.resume or args.status or args.cancel:
+                return _existing(args, spawn, console, Path(cache))
+            return _start(args, spawn, console, Path(cache))
+        except (SweepError, SweepStateError) as exc:
+            print(f"error: {exc}", file=console.err)
+            return 2
 
 
-def _start(args: argparse.Namespace, spawn: Spawn | None, console: Console) -> int:
+def _start(args: argparse.Namespace, spawn: Spawn | None, console: Console, cache: Path) -> int:
     plan, secret_values = _plan(args)
     api = _hub_api(secret_values.get("HF_TOKEN")) if secret_values.get("HF_TOKEN") else None
     namespace, flavor = None, None
@@ -86,12 +90,12 @@ def _start(args: argparse.Namespace, spawn: Spawn | None, console: Console) -> i
 
         namespace, flavor = open_jobs(api, args.namespace, args.flavor)
         plan = replace(plan, namespace=namespace)
-    existing = newest(load_local(plan.out, plan.run), load_from_hub(api, plan.dataset, plan.run, hub_cache(plan.out))
+    existing = newest(load_local(plan.out, plan.run), load_from_hub(api, plan.dataset, plan.run, cache)
                       if api is not None and plan.dataset else None)
     if existing is not None and not args.dry_run:
         raise SweepError(f"sweep {plan.run} exists: `--resume {plan.run}` mends it, `--status {plan.run}` shows it; "
                          "or pick another --run")
-    sources = _sources(plan, api)
+    sources = _sources(plan, api, cache)
     read = [(source, _rows(source) or []) for source in sources]
     rows = [row for _, found in read for row in found]
     where = " and ".join(_named(source) for source, found in read if found) or "here"
@@ -109,13 +113,13 @@ def _start(args: argparse.Namespace, spawn: Spawn | None, console: Console) -> i
     return _submit_and_follow(sweep, state.shards)
 
 
-def _existing(args: argparse.Namespace, spawn: Spawn | None, console: Console) -> int:
+def _existing(args: argparse.Namespace, spawn: Spawn | None, console: Console, cache: Path) -> int:
     run = args.resume or args.status or args.cancel
     folder = Path(args.out or default_rollout_dir())
     token = _token()
     api = _hub_api(token) if token else None
     state = newest(load_local(folder, run),
-                   load_from_hub(api, args.dataset, run, hub_cache(folder)) if api and args.dataset else None)
+                   load_from_hub(api, args.dataset, run, cache) if api and args.dataset else None)
     if state is None:
         where = f"{folder} or {args.dataset}" if args.dataset else f"{folder} (--out names another rollout folder, " \
             "--dataset a dataset to look in)"
@@ -126,7 +130,7 @@ def _existing(args: argparse.Namespace, spawn: Spawn | None, console: Console) -
     if plan.on == HF_JOBS and api is None:
         raise SweepError("no Hugging Face token: set HF_TOKEN (or run `hf auth login`) to reach the sweep's Jobs")
     secret_values = job_secrets(plan.models, token) if args.resume else {}
-    sweep = _sweep(state, api, secret_values, _sources(plan, api)[0], spawn, console, args.poll)
+    sweep = _sweep(state, api, secret_values, _sources(plan, api, cache)[0], spawn, console, args.poll)
     sweep.refresh()
     if args.status:
         return _print_status(sweep, console)
@@ -212,7 +216,7 @@ def _sweep(state: SweepState, api: Any, secret_values: dict[str, str], rollouts:
                  console=console, poll_s=poll_s)
 
 
-def _sources(plan: SweepPlan, api: Any) -> list[Any]:
+def _sources(plan: SweepPlan, api: Any, cache: Path) -> list[Any]:
     """Where the shards' rollouts are read: the dataset (Jobs) or the folder (local shards); then the other."""
     from rollouts.sources.local import LocalSource
 
@@ -222,7 +226,7 @@ def _sources(plan: SweepPlan, api: Any) -> list[Any]:
     from rollouts.sources.hub import HubSource
 
     hub = HubSource(plan.dataset, endpoint=api.endpoint, token=api.token,
-                    cache_dir=hub_cache(plan.out))
+                    cache_dir=cache)
     return [hub, local] if plan.on == HF_JOBS else [local, hub]
 
 

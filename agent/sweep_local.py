@@ -12,7 +12,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
@@ -20,8 +19,6 @@ from typing import Protocol
 from agent.sweep_jobs import JobView
 from agent.sweep_plan import SweepPlan
 from agent.sweep_state import SWEEPS_DIR
-
-STOP_WAIT_S = 60.0  # a stopped shard ends its episodes in flight as `stopped` and saves them
 
 
 class ShardProcess(Protocol):
@@ -106,18 +103,15 @@ class LocalShards:
         return {job_id: self.inspect(job_id) for job_id in job_ids}
 
     def cancel(self, job_id: str) -> None:
-        """Stop the shard as Ctrl-C would (episodes in flight end as `stopped` and are kept) and wait for it."""
+        """Stop the shard as Ctrl-C would: it starts no more episodes, ends those in flight as `stopped`, saves them
+        and exits (not waited for: each shard stops on its own, all at once)."""
         self._stopped.add(job_id)
         process = self._started.get(job_id)
-        pid = process.pid if process is not None else _pid(job_id)
         with contextlib.suppress(ProcessLookupError):
             if process is not None:
                 process.send_signal(signal.SIGINT)
-            elif _alive(pid):
-                os.kill(pid, signal.SIGINT)
-        deadline = time.monotonic() + STOP_WAIT_S
-        while time.monotonic() < deadline and (process.poll() is None if process else _alive(pid)):
-            time.sleep(0.1)
+            elif _alive(_pid(job_id)):
+                os.kill(_pid(job_id), signal.SIGINT)
 
     def logs(self, job_id: str, lines: int) -> list[str]:
         process = self._started.get(job_id)

@@ -98,11 +98,6 @@ def local_path(folder: str | Path, run: str) -> Path:
     return Path(folder) / state_rel(run)
 
 
-def hub_cache(folder: str | Path) -> Path:
-    """Where the sweep keeps what it downloads from the dataset (its state, the index files it counts)."""
-    return Path(folder) / SWEEPS_DIR / ".hub-cache"
-
-
 def save_local(state: SweepState) -> Path:
     state.touch()
     path = local_path(state.plan.out, state.plan.run)
