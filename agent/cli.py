@@ -8,17 +8,16 @@ through the rollout store (the dataset layout in ROLLOUT_DIR; pushed to the Hub 
 episodes the folder already holds for the same run, model and task, without errors, are skipped.
 
 `--repeats R` plays every task x model cell R times (resuming counts the rollouts a cell already has).
-`--shard K/N` plays the K-th of N disjoint slices of the task x model grid, so N machines fill one dataset
-together: the grid is ordered by task id, then model spec (whatever order they were given in), and cell i goes
-to shard i % N + 1 with all its repeats. Every machine must be given the same models, tasks and repeats; each
-resumes its own slice.
+`--shard K/N` plays the K-th of N disjoint slices of the task x model grid (the rule is agent/grid.py's), so N
+machines fill one dataset together. Every machine must be given the same models, tasks and repeats; each resumes
+its own slice. `python -m agent sweep` (agent/cli_sweep.py) starts, follows and mends those N machines as
+Hugging Face Jobs or local processes.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
@@ -27,18 +26,17 @@ from typing import Any
 
 from tqdm import tqdm
 
-from agent import cli_board, cli_regrade, cli_tasks
+from agent import cli_board, cli_regrade, cli_sweep, cli_tasks
+from agent.grid import check_run_name, grid_cells, parse_shard, positive, task_ids
 from agent.limits import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, DEFAULT_WALL_CLOCK_S
 from agent.providers.registry import parse_spec, preload_and_freeze
 from agent.spec import SpecError
-from agent.task_api import TaskAPI, TaskAPIError
-from berth_env import load_pack
+from agent.task_api import TaskAPIError
 from rollouts.layout import default_rollout_dir
 from rollouts.store import RolloutStore
 
 # A rollout that ended like this is worth another try when the run is resumed.
 RERUN_END_REASONS = ("error", "wall_clock", "stopped", "interrupted")
-TASK_API_TIMEOUT_S = 30.0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -60,17 +58,15 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS)
     run.add_argument("--wall-clock", type=float, default=DEFAULT_WALL_CLOCK_S, help="seconds per episode")
     run.add_argument("--force", action="store_true", help="rerun episodes the folder already holds")
-    run.add_argument("--repeats", type=_positive, default=1, metavar="R",
+    run.add_argument("--repeats", type=positive, default=1, metavar="R",
                      help="play each task x model cell R times, e.g. to average over sampling (default: 1)")
     run.add_argument("--shard", type=parse_shard, metavar="K/N",
                      help="play only the K-th of N disjoint slices of the task x model grid (e.g. 2/4)")
     cli_board.add_parser(commands)
     cli_regrade.add_parser(commands)
     cli_tasks.add_parser(commands)
+    cli_sweep.add_parser(commands)
     return parser
-
-
-RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -83,64 +79,19 @@ def main(argv: list[str] | None = None) -> int:
         return cli_board.main(args)
     if args.command == "regrade":
         return cli_regrade.main(args)
+    if args.command == "sweep":
+        return cli_sweep.main(args)
     try:
         for spec in args.model:
             parse_spec(spec)
-        if not RUN_NAME.fullmatch(args.run):
-            # The name goes into every record and the public board: a bounded, plain alphabet.
-            raise ValueError(f"run name {args.run[:40]!r} must be 1-64 letters, digits, '.', '-' or '_', starting "
-                             "with a letter or digit")
-        if re.fullmatch(r"\d{4}-\d{2}-\d{2}([T ].*)?", args.run):
-            # Arrow reads a date-like string column as a timestamp, so such a run name would not round-trip
-            # through datasets.load_dataset.
-            raise ValueError(f"run name {args.run!r} looks like a date; add a word, e.g. 'board-{args.run}'")
+        check_run_name(args.run)
         if args.env_url is None:
             cli_tasks.serve_tasks()  # after the checks above, so a mistyped flag is said at once
-        task_ids = _task_ids(args)
+        tasks = task_ids(args.task, args.split, args.limit, args.env_url)
     except (SpecError, KeyError, ValueError, TaskAPIError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    return run_batch(args, task_ids)
-
-
-def _task_ids(args: argparse.Namespace) -> list[str]:
-    if args.task:
-        return list(dict.fromkeys(args.task))
-    if args.env_url:
-        with TaskAPI(args.env_url, timeout_s=TASK_API_TIMEOUT_S) as api:
-            tasks = [t["task_id"] for t in api.tasks(args.split)]
-    else:
-        tasks = [t["task_id"] for t in load_pack().split(args.split)]
-    if not tasks:
-        raise ValueError(f"split {args.split!r} has no tasks")
-    return tasks[: args.limit] if args.limit else tasks
-
-
-def _positive(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"a whole number of at least 1, not {text!r}")
-    return int(text)
-
-
-def parse_shard(text: str) -> tuple[int, int]:
-    """`K/N` -> (K, N), 1 <= K <= N."""
-    k, slash, n = text.partition("/")
-    if not (slash and k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
-        raise argparse.ArgumentTypeError(f"a shard is K/N with 1 <= K <= N, e.g. 2/4; got {text!r}")
-    return int(k), int(n)
-
-
-def grid_cells(task_ids: list[str], models: list[str], shard: tuple[int, int] | None = None) -> list[tuple[str, str]]:
-    """The (model, task) cells of the grid, task-major (every model has episodes in flight from the start); with
-    `shard` (K, N) only the K-th of N slices. The slices are cut from the grid sorted by task id and model spec, so
-    they do not depend on the order the tasks and models were given in."""
-    cells = [(model, task_id) for task_id in task_ids for model in models]
-    if shard is None:
-        return cells
-    k, n = shard
-    ordered = sorted(set(cells), key=lambda cell: (cell[1], cell[0]))
-    mine = {cell for i, cell in enumerate(ordered) if i % n == k - 1}
-    return [cell for cell in cells if cell in mine]
+    return run_batch(args, tasks)
 
 
 def run_batch(args: argparse.Namespace, task_ids: list[str]) -> int:
@@ -149,7 +100,10 @@ def run_batch(args: argparse.Namespace, task_ids: list[str]) -> int:
     token = os.environ.get("HF_TOKEN") if args.dataset else None
     if args.dataset and not token:
         print("warning: --dataset needs HF_TOKEN to push; saving locally only", file=sys.stderr)
-    store = RolloutStore(root, dataset=args.dataset if token else None, token=token)
+    # HF_ENDPOINT as this process has it now, not as it was when huggingface_hub was first imported (a shard forked
+    # from a warm interpreter, or started by a local Jobs peer, is pointed at its Hub through it).
+    store = RolloutStore(root, dataset=args.dataset if token else None, token=token,
+                         endpoint=os.environ.get("HF_ENDPOINT") or None)
     if args.env_url is None:
         # Imported here, not at the top: the server (and openenv's Gradio) costs seconds to import, and a command
         # with a mistake in it should say so at once.
@@ -241,7 +195,7 @@ def _follow(futures: list[Future], bar: tqdm) -> None:
             bar.write(f"{record['model']} {record['task_id']}: {record['errors'][0][:160]}")
 
 
-def _write_board(args: argparse.Namespace, task_ids: list[str], root: Path) -> None:
+def _write_board(args: argparse.Namespace, tasks: list[str], root: Path) -> None:
     """The run's leaderboard (the latest --repeats rollouts per model and task) to stdout and
     runs/<run>/board.md."""
     from rollouts.archive import Archive  # the index engine (DuckDB) only once there is a board to draw
@@ -250,7 +204,7 @@ def _write_board(args: argparse.Namespace, task_ids: list[str], root: Path) -> N
 
     archive = Archive.of_folder(root)
     where = "run = ? AND model = ANY(?::VARCHAR[]) AND task_id = ANY(?::VARCHAR[])"
-    lines = board(archive.engine, where, [args.run, list(args.model), list(task_ids)], latest=args.repeats)
+    lines = board(archive.engine, where, [args.run, list(args.model), list(tasks)], latest=args.repeats)
     text = board_markdown(lines) + "\n" + price_note()
     board_path = root / "runs" / args.run / "board.md"
     board_path.parent.mkdir(parents=True, exist_ok=True)

@@ -395,7 +395,7 @@ def _route_of(method: str, path: str) -> str | None:
         return "create"
     if path == "/api/validate-yaml":
         return "validate-yaml"
-    if parts[0] == "api" and len(parts) >= 4:
+    if parts[0] == "api" and len(parts) >= 4 and parts[1] != "jobs":  # /api/jobs/...: testkit/fakejobs.py
         if len(parts) == 4:
             return "info"
         return {"preupload": "preupload", "commit": "commit", "revision": "info", "tree": "tree",
