@@ -22,11 +22,11 @@ It only ever reads the folder, so the folder stays the source of truth; the Hub 
 - Failures: any error (429, 5xx, network, auth) keeps everything on disk and retries with exponential backoff from
   `retry_base_s` up to `retry_max_s`, never sooner than a `Retry-After` the Hub sent. `status()["last_error"]` says
   what went wrong (never the token).
-- The journal `.push/pushed.jsonl` records every pushed file version, one JSON line each:
+- The push log `.push/pushed.jsonl` (PushedFiles) records every pushed file version, one JSON line each:
   `{"path": "rollouts/2026-11-29/ab12cd34ef56.json", "size": 20481, "mtime_ns": 1764411300123456789,
   "sha1": "<git blob sha1 of the bytes pushed>", "commit": "<commit oid>", "at": "2026-11-29T10:15:00Z"}`; the last
   line for a path wins. A file whose size and mtime match its entry is not read again; one whose bytes hash to the
-  recorded sha1 is not pushed again. The journal is appended with one write and an fsync after each commit, so after
+  recorded sha1 is not pushed again. The log is appended with one write and an fsync after each commit, so after
   a restart the pusher carries on with exactly what was not yet pushed. If a commit lands but its answer is lost, the
   retry sends the same bytes and the Hub (preupload reports its oids) drops them as unchanged: no second copy.
 - Several processes may share one folder: `.push/push.lock` lets one of them push at a time.
@@ -55,7 +55,7 @@ from huggingface_hub.utils.sha import git_hash
 
 from rollouts import card as dataset_card
 from rollouts.index.compaction import compact
-from rollouts.jsonio import atomic_write
+from rollouts.jsonio import JsonlTail, atomic_write
 from rollouts.layout import CARD, MATCH_GLOB, TRACE_GLOB, is_trace_rel
 
 log = logging.getLogger(__name__)
@@ -68,39 +68,31 @@ CONFLICT_BASE_S = 0.2
 CONFLICT_MAX_S = 10.0
 
 
-class PushJournal:
-    """`.push/pushed.jsonl`: what was pushed, read incrementally; appended only by the holder of the push lock."""
+class PushedFiles:
+    """`.push/pushed.jsonl`: which file versions are on the Hub, read as it grows (rollouts.jsonio.JsonlTail);
+    appended only by the holder of the push lock."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.entries: dict[str, dict] = {}
         self._lines = 0
-        self._read_to = 0
-        self._inode: int | None = None
+        self._tail = JsonlTail(path)
 
     def get(self, rel: str) -> dict | None:
         return self.entries.get(rel)
 
     def reload(self) -> None:
-        try:
-            stat = self.path.stat()
-        except FileNotFoundError:
-            self.entries, self._lines, self._read_to, self._inode = {}, 0, 0, None
+        if not self.path.exists():
+            self.entries, self._lines, self._tail = {}, 0, JsonlTail(self.path)
             return
-        if stat.st_ino != self._inode or stat.st_size < self._read_to:  # compacted by another process
-            self.entries, self._lines, self._read_to, self._inode = {}, 0, 0, stat.st_ino
-        with open(self.path, "rb") as f:
-            f.seek(self._read_to)
-            data = f.read()
-        end = data.rfind(b"\n") + 1  # a torn last line (a pusher killed mid-append) is not an entry
-        for line in data[:end].splitlines():
-            try:
-                entry = json.loads(line)
+        restarts = self._tail.restarts
+        values = self._tail.read()  # a torn last line (a pusher killed mid-append) waits, and is never an entry
+        if self._tail.restarts != restarts:  # rewritten by another process (`prune`): read from its start
+            self.entries, self._lines = {}, 0
+        for entry in values:
+            if isinstance(entry, dict) and isinstance(entry.get("path"), str):
                 self.entries[entry["path"]] = entry
                 self._lines += 1
-            except (ValueError, KeyError, TypeError):
-                log.warning("skipping an unreadable line in %s", self.path)
-        self._read_to += end
 
     def append(self, entries: list[dict]) -> None:
         data = b"".join(json.dumps(entry, ensure_ascii=False).encode() + b"\n" for entry in entries)
@@ -113,22 +105,22 @@ class PushJournal:
                 os.ftruncate(fd, size)
             os.write(fd, data)
             os.fsync(fd)
-            self._inode = os.fstat(fd).st_ino
+            self._tail.inode = os.fstat(fd).st_ino
         finally:
             os.close(fd)
         for entry in entries:
             self.entries[entry["path"]] = entry
         self._lines += len(entries)
-        self._read_to = size + len(data)
+        self._tail.offset = size + len(data)
 
-    def compact(self) -> None:
+    def prune(self) -> None:
         """Rewrite with one line per path once superseded lines dominate (index files are re-pushed often)."""
         if self._lines <= 2 * len(self.entries) + 100:
             return
         data = b"".join(json.dumps(e, ensure_ascii=False).encode() + b"\n" for e in self.entries.values())
         atomic_write(self.path, data)
         stat = self.path.stat()
-        self._lines, self._read_to, self._inode = len(self.entries), stat.st_size, stat.st_ino
+        self._lines, self._tail.offset, self._tail.inode = len(self.entries), stat.st_size, stat.st_ino
 
 
 def dataset_files(root: Path) -> list[str]:
@@ -139,24 +131,24 @@ def dataset_files(root: Path) -> list[str]:
     return files
 
 
-def pending_files(root: Path, journal: PushJournal) -> list[str]:
-    """Files whose size or mtime differ from their journal entry (or that have none)."""
+def pending_files(root: Path, pushed: PushedFiles) -> list[str]:
+    """Files whose size or mtime differ from their entry in the push log (or that have none)."""
     pending = []
     for rel in dataset_files(root):
         try:
             stat = (root / rel).stat()
         except FileNotFoundError:
             continue
-        entry = journal.get(rel)
+        entry = pushed.get(rel)
         if entry is None or entry.get("size") != stat.st_size or entry.get("mtime_ns") != stat.st_mtime_ns:
             pending.append(rel)
-    return pending + vanished_index_files(root, journal)
+    return pending + vanished_index_files(root, pushed)
 
 
-def vanished_index_files(root: Path, journal: PushJournal) -> list[str]:
+def vanished_index_files(root: Path, pushed: PushedFiles) -> list[str]:
     """Index files pushed from this folder and since removed from it (a compaction folded every row): to delete
     on the Hub, where their rows would otherwise count twice beside the Parquet file."""
-    return sorted(rel for rel, entry in journal.entries.items()
+    return sorted(rel for rel, entry in pushed.entries.items()
                   if rel.startswith("index/") and not entry.get("deleted") and not (root / rel).exists())
 
 
@@ -189,7 +181,7 @@ class HubPusher:
         self._token = token
         self._every_s, self._every_n = every_s, max(1, every_n)
         self._retry_base_s, self._retry_max_s = retry_base_s, retry_max_s
-        self._journal = PushJournal(root / ".push" / "pushed.jsonl")
+        self._pushed = PushedFiles(root / ".push" / "pushed.jsonl")
         self._push_lock = FileLock(root / ".push" / "push.lock")
         self._cond = threading.Condition()
         self._thread = threading.Thread(target=self._run, name="rollout-pusher", daemon=True)
@@ -212,8 +204,8 @@ class HubPusher:
 
     def start(self) -> None:
         """List what an earlier run left unpushed (local disk only, no network) and start the thread."""
-        self._journal.reload()
-        pending = pending_files(self.root, self._journal)
+        self._pushed.reload()
+        pending = pending_files(self.root, self._pushed)
         backlog = {rel for rel in pending if rel.startswith("rollouts/")}
         with self._cond:
             self._waiting |= backlog
@@ -301,12 +293,12 @@ class HubPusher:
             self._check_repo()
             self._push_lock.acquire(timeout=0)
             try:
-                self._journal.reload()
-                self._journal.compact()
+                self._pushed.reload()
+                self._pushed.prune()
                 with self._cond:
                     self._noticed = set()
                 self._compact_index()
-                pending = pending_files(self.root, self._journal)
+                pending = pending_files(self.root, self._pushed)
                 with self._cond:
                     self._waiting = {rel for rel in pending if rel.startswith("rollouts/")} | self._noticed
                 for batch in plan_commits(pending):
@@ -347,7 +339,7 @@ class HubPusher:
                 stat = path.stat()  # before reading: a change after this shows as a new version next time
                 data = path.read_bytes()
             except FileNotFoundError:
-                known = self._journal.get(rel)
+                known = self._pushed.get(rel)
                 if rel.startswith("index/") and known and not known.get("deleted"):  # folded by a compaction
                     operations.append(CommitOperationDelete(path_in_repo=rel))
                     entries.append({"path": rel, "deleted": True})
@@ -355,7 +347,7 @@ class HubPusher:
             if rel.endswith(".jsonl"):
                 data = data[: data.rfind(b"\n") + 1]  # whole rows only
             entry = {"path": rel, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha1": git_hash(data)}
-            known = self._journal.get(rel)
+            known = self._pushed.get(rel)
             if known and known.get("sha1") == entry["sha1"]:  # touched, not changed
                 entries.append({**entry, "commit": known.get("commit")})
             elif data:
@@ -371,7 +363,7 @@ class HubPusher:
             for entry in entries:
                 entry.setdefault("commit", oid)
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        self._journal.append([{**entry, "at": stamp} for entry in entries])
+        self._pushed.append([{**entry, "at": stamp} for entry in entries])
         with self._cond:
             self._waiting -= {entry["path"] for entry in entries}
             if operations:

@@ -221,12 +221,3 @@ class JsonlTail:
         values, bad = read_json_lines(self.read_bytes(), where=str(self.path))
         self.skipped += bad
         return values
-
-
-def iter_json_files(paths: list[Path]) -> Iterator[tuple[Path, Any]]:
-    """(path, parsed JSON) of each readable file; an unreadable one is logged and skipped."""
-    for path in paths:
-        try:
-            yield path, json.loads(path.read_bytes())
-        except (OSError, ValueError, RecursionError) as exc:
-            log.error("cannot read %s: %s", path, exc)

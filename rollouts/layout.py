@@ -6,7 +6,7 @@
     index/<YYYY-MM-DD>/<writer_id>.parquet    the same rows, compacted (rollouts.index.compaction folds JSONL in)
     traces/<YYYY-MM-DD>/<episode_id>.jsonl    the record as an agent trace for the Hub's viewer (rollouts.traces)
     matches/<YYYY-MM-DD>/<writer_id>.jsonl    one row per arena match, by the day it started (rollouts.matches)
-    .push/                                    the local push journal, locks and running episodes (never pushed)
+    .push/                                    the push log, locks and the journal of running episodes (never pushed)
 
 Every path of the dataset is made or recognised here, so a reader can trust a path only after `record_rel` or
 `is_record_rel` said it fits.

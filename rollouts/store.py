@@ -7,7 +7,7 @@ Layout: rollouts.layout (the same in the folder and in the Hub dataset):
     index/<YYYY-MM-DD>/<writer_id>.jsonl      one flat row per rollout (rollouts.schema), appended
     index/<YYYY-MM-DD>/<writer_id>.parquet    the same rows, compacted (rollouts.index.compaction)
     traces/<YYYY-MM-DD>/<episode_id>.jsonl    the record as an agent trace (rollouts.traces), written with it
-    .push/                                    the push journal and locks (never pushed, never read by datasets)
+    .push/                                    the push log and locks (never pushed, never read by datasets)
     .push/running/                            the records of episodes still running (rollouts.journal)
     .set-aside/                               records the schema refused, each with its reason (never pushed)
 
