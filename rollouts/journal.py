@@ -11,11 +11,19 @@ shows in Browse like any other rollout.
 Entries are replaced whole (temp file, rename) without fsync: a killed process leaves its last write in the page
 cache, and a journal fsync per streamed step would cost more than it protects (a power cut loses at most the
 entries of the episodes that were running).
+
+The journal recovers only entries it wrote: each carries a MAC of its writer, time and record under a key kept in
+the folder (`.push/running/.key`, made once, readable by its owner only), its file is named by its record's episode
+id, and it is at most MAX_ENTRY_BYTES. A file that fails any of these (planted, say, by anything that could write
+into the folder) is never saved as a rollout: it is set aside with the reason, as the store sets aside a record it
+refuses.
 """
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
+import hmac
 import json
 import logging
 import os
@@ -33,6 +41,8 @@ log = logging.getLogger(__name__)
 
 RUNNING_DIR = f"{PUSH_DIR}/running"
 UPDATE_EVERY_S = 1.0
+MAX_ENTRY_BYTES = 64 << 20  # the largest record this app writes is about 7 MB (ten checks' answers, twice)
+KEY_FILE = ".key"
 INTERRUPTED_NOTE = ("The app stopped (a crash or a restart) while this episode was running; the record holds what "
                     "had streamed until then.")
 
@@ -46,6 +56,7 @@ class RunningJournal:
         self._held: int | None = None  # the fd of our writer lock, taken at the first write
         self._written: dict[str, float] = {}  # episode id -> when its entry was last written (monotonic)
         self._mutex = threading.Lock()
+        self._key_bytes: bytes | None = None
 
     def write(self, record: dict, *, force: bool = False) -> None:
         """Journal `record` as it stands; skipped when its entry was written less than UPDATE_EVERY_S ago, unless
@@ -62,6 +73,7 @@ class RunningJournal:
             self._hold_lock()
         entry = {"writer": self.writer_id, "pid": os.getpid(), "updated": time.time(), "record": record}
         try:
+            entry["mac"] = _mac(self._key(), entry)
             _replace(self.folder / f"{episode_id}.json", json.dumps(entry, default=str).encode())
         except (OSError, ValueError) as exc:  # a full disk must not end the episode; the save at the end still runs
             log.warning("cannot journal the running episode %s: %s", episode_id, exc)
@@ -77,22 +89,28 @@ class RunningJournal:
         """Episode ids with an entry in the folder, from any writer."""
         return sorted(p.stem for p in self.folder.glob("*.json")) if self.folder.is_dir() else []
 
-    def recover(self, save: Callable[[dict], Any], saved: Callable[[str], bool]) -> int:
+    def recover(self, save: Callable[[dict], Any], saved: Callable[[str], bool],
+                set_aside: Callable[[Any, str], None] | None = None) -> int:
         """Close every entry a dead writer left as an `interrupted` record through `save`; the number saved.
-        `saved(episode_id)` tells an episode whose record made it to the store before its writer died."""
+        `saved(episode_id)` tells an episode whose record made it to the store before its writer died; an entry this
+        journal did not write goes to `set_aside(entry, why)`, never to `save`."""
         if not self.folder.is_dir():
             return 0
         closed, gone = 0, set()
         for entry_path in sorted(self.folder.glob("*.json")):
-            entry = _read_entry(entry_path)
+            entry, why = self._read_own(entry_path)
             writer = str(entry.get("writer") or "") if entry else ""
-            if writer == self.writer_id or not self._writer_gone(writer):
+            if why is None and (writer == self.writer_id or not self._writer_gone(writer)):
                 continue
             gone.add(writer)
-            if entry is not None and isinstance(entry.get("record"), dict) and not saved(entry_path.stem):
-                record = interrupted_record(entry["record"], entry.get("updated"))
+            if why is not None:
+                log.error("journal entry %s is not one the journal wrote (%s): set aside, not saved",
+                          entry_path.name, why)
+                if set_aside is not None:
+                    set_aside(entry if entry is not None else repr(entry_path.name), f"journal entry: {why}")
+            elif not saved(entry_path.stem):
                 try:
-                    save(record)
+                    save(interrupted_record(entry["record"], entry.get("updated")))
                     closed += 1
                     log.warning("episode %s was running when its process died: saved as interrupted",
                                 entry_path.stem)
@@ -100,16 +118,56 @@ class RunningJournal:
                     log.error("cannot close the interrupted episode %s: %s", entry_path.stem, exc)
                     if isinstance(exc, OSError):
                         continue  # keep the entry for the next start
-            elif entry is None:
-                log.error("the journal entry %s is unreadable; it is removed", entry_path.name)
             entry_path.unlink(missing_ok=True)
+        self._drop_leftovers(gone)
+        return closed
+
+    def _read_own(self, path: Path) -> tuple[dict | None, str | None]:
+        """(the entry, None) when this journal wrote it; (what could be read, why not) otherwise."""
+        try:
+            if path.stat().st_size > MAX_ENTRY_BYTES:
+                return None, f"larger than {MAX_ENTRY_BYTES >> 20} MB"
+        except FileNotFoundError:
+            return None, "gone"
+        entry = _read_entry(path)
+        if entry is None or not isinstance(entry.get("record"), dict):
+            return None, "unreadable"
+        if entry["record"].get("episode_id") != path.stem:
+            return entry, "its record names another episode than its file"
+        mac = entry.pop("mac", None)
+        if not isinstance(mac, str) or not hmac.compare_digest(mac, _mac(self._key(), entry)):
+            return entry, "no valid mark of this journal"
+        return entry, None
+
+    def _drop_leftovers(self, gone: set[str]) -> None:
         for tmp in self.folder.glob(".*.tmp"):  # a write cut short by a kill; a live writer's is a moment old
             if time.time() - _mtime(tmp) > 60:
                 tmp.unlink(missing_ok=True)
         for writer in gone:
             if WRITER_ID.fullmatch(writer):
                 (self.folder / f"{writer}.lock").unlink(missing_ok=True)
-        return closed
+
+    def _key(self) -> bytes:
+        """The folder's journal key, made by the first writer (O_EXCL: two writers agree on one)."""
+        if self._key_bytes is None:
+            self._key_bytes = self._read_key()
+        return self._key_bytes
+
+    def _read_key(self) -> bytes:
+        path = self.folder / KEY_FILE
+        try:
+            return path.read_bytes()
+        except FileNotFoundError:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            except FileExistsError:
+                return path.read_bytes()
+            with os.fdopen(fd, "wb") as f:
+                f.write(secrets.token_bytes(32))
+                f.flush()
+                os.fsync(f.fileno())
+            return path.read_bytes()
 
     def close(self) -> None:
         """Let go of the writer lock (a store closed in a process that goes on)."""
@@ -153,6 +211,12 @@ def interrupted_record(record: dict, updated: Any = None) -> dict:
     except ValueError:
         pass  # no readable start time: the schema check of `save` names the problem
     return record
+
+
+def _mac(key: bytes, entry: dict) -> str:
+    """The entry's mark: an HMAC of its content, as JSON with sorted keys."""
+    body = json.dumps(entry, sort_keys=True, default=str).encode()
+    return hmac.new(key, body, hashlib.sha256).hexdigest()
 
 
 def _read_entry(path: Path) -> dict | None:

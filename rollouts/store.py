@@ -119,7 +119,7 @@ class RolloutStore:
         # to the Hub too).
         self.running = RunningJournal(self.root, self.writer_id)
         with self._shared:
-            self.running.recover(self.save, self.has)
+            self.running.recover(self.save, self.has, self._set_aside)
 
     # -- writing ---------------------------------------------------------------------------------------------------
 

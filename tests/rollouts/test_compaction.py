@@ -202,3 +202,15 @@ def test_an_annotation_racing_a_compaction_still_reaches_the_moved_row(tmp_path,
     row = next(r for r in pq.read_table(next(tmp_path.glob("index/*/*.parquet"))).to_pylist()
                if r["episode_id"] == target)
     assert row["regrade_reward"] == 0.75 and row["regrade_feasible"] is False
+
+
+def test_compaction_refuses_an_index_folder_linked_out_of_the_store(tmp_path):
+    store, _ = fill(tmp_path / "store", 3, seed=11, started="2026-11-29T08:00:00Z")
+    store.close()
+    outside = tmp_path / "elsewhere"
+    day = tmp_path / "store" / "index" / "2026-11-29"
+    day.rename(outside)
+    day.symlink_to(outside, target_is_directory=True)
+    before = {p.name: p.read_bytes() for p in outside.iterdir()}
+    assert compact(tmp_path / "store").files == 0
+    assert {p.name: p.read_bytes() for p in outside.iterdir()} == before  # nothing out there rewritten or added

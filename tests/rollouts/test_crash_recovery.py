@@ -86,3 +86,44 @@ def test_an_episode_saved_just_before_the_crash_is_not_saved_twice(tmp_path):
     with RolloutStore(root, writer_id="next") as store:
         assert store.load("savedthenkilled")["end_reason"] == record["end_reason"]
         assert store.running.running() == []
+
+
+def test_the_journal_recovers_only_entries_it_wrote(tmp_path):
+    """A file put into the journal's folder by anything but the journal (a download written by a record's own id,
+    a hand) is never saved as a rollout, whatever it claims: it is set aside with the reason."""
+    root = tmp_path / "rollouts"
+    dead = RolloutStore(root, writer_id="dead")
+    honest = make_record(episode_id="honest01", model="baseline:greedy", reward=0.0, end_reason=None)
+    dead.running.write(honest)
+    forged = {**make_record(episode_id="forged01"), "model": "anthropic:claude-sonnet-5-5", "reward": 1.0}
+    folder = root / RUNNING_DIR
+    plain = {"writer": "dead", "pid": 1, "updated": 0, "record": forged}  # no mark of the journal
+    (folder / "forged01.json").write_text(json.dumps(plain))
+    copied = json.loads((folder / "honest01.json").read_text())  # a real entry, renamed to another episode
+    (folder / "renamed01.json").write_text(json.dumps(copied))
+    tampered = {**copied, "record": {**copied["record"], "reward": 1.0}}  # a real entry, its reward raised
+    tampered["record"]["episode_id"] = "tampered01"
+    (folder / "tampered01.json").write_text(json.dumps(tampered))
+    dead.running.close()
+    with RolloutStore(root, writer_id="next") as store:
+        assert store.load("honest01")["end_reason"] == "interrupted"
+        for episode_id in ("forged01", "renamed01", "tampered01"):
+            assert store.load(episode_id) is None, episode_id
+        assert [r["episode_id"] for r in store.rows()] == ["honest01"]
+        assert store.running.running() == []
+    reasons = sorted(p.read_text() for p in (root / ".set-aside").glob("*.why.txt"))
+    assert len(reasons) == 3 and all(r.startswith("journal entry: ") for r in reasons)
+    assert any("another episode" in r for r in reasons) and sum("no valid mark" in r for r in reasons) == 2
+
+
+def test_an_oversized_journal_entry_is_not_read(tmp_path, monkeypatch):
+    from rollouts import journal
+
+    root = tmp_path / "rollouts"
+    dead = RolloutStore(root, writer_id="dead")
+    dead.running.write(make_record(episode_id="huge01", end_reason=None))
+    dead.running.close()
+    monkeypatch.setattr(journal, "MAX_ENTRY_BYTES", 100)
+    with RolloutStore(root, writer_id="next") as store:
+        assert store.load("huge01") is None and store.running.running() == []
+    assert "larger than" in next((root / ".set-aside").glob("*.why.txt")).read_text()

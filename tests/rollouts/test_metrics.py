@@ -173,3 +173,13 @@ def test_the_index_row_carries_the_figures_in_their_types():
     assert row["regrade_reward"] is None and row["regrade_feasible"] is None
     regraded = index_row({**record, "regrade": {"reward": 0.5, "grade": {"feasible": False}}}, "x")
     assert regraded["regrade_reward"] == 0.5 and regraded["regrade_feasible"] is False
+
+
+def test_checks_count_only_the_checks_the_server_accepted():
+    """A check the server refused (none left, or arguments that failed the tool's schema) used no check: the index's
+    `checks`, the checks to a feasible plan and the record view leave it out; an unreadable plan used one."""
+    refused = [(1, {"error": "no checks left: all 10 checks are used; submit your plan with submit_plan"}),
+               (1, {"error": "plan: Input should be a valid list"})]
+    record = hand_record("refusals", checks=[*refused, (2, plan_error()), (3, feasible(150))])
+    row = index_row(record, f"rollouts/2026-11-25/{record['episode_id']}.json")
+    assert row["checks"] == 2 and row["checks_to_feasible"] == 2 and row["check_costs"] == "[null,150]"
