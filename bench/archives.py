@@ -11,13 +11,18 @@ OLD_NAMES = {"model": "models", "task": "tasks", "tier": "tiers", "quay": "quays
              "q": "search"}
 
 
-def open_archive(folder: Path) -> Any:
-    """The read side over a rollout folder, not refreshed yet."""
+def archive_class() -> Any:
+    """The read side's class (imported now, so a timing that follows leaves the imports out)."""
     try:
         from rollouts.archive import Archive
     except ImportError:
         from rollouts.index import BrowseIndex as Archive
-    return Archive.from_settings(folder)
+    return Archive
+
+
+def open_archive(folder: Path) -> Any:
+    """The read side over a rollout folder, not refreshed yet."""
+    return archive_class().from_settings(folder)
 
 
 def filters(**values: Any) -> Any:

@@ -79,7 +79,9 @@ def timed(fn) -> float:
 def worker(folder: Path) -> dict:
     """One engine over one folder, in this process (whichever `rollouts` is first on the path)."""
     import pandas  # noqa: F401  (the app has its imports loaded before anyone asks for a page)
+    from archives import archive_class
 
+    archive_class()
     baseline = peak_rss_mb()
     load = os.getloadavg()[0]  # the machine is shared: figures are comparable only at similar load
     start = time.perf_counter()

@@ -16,7 +16,9 @@ def worker_result(command: list[str], timeout: float, **options: Any) -> dict:
     except subprocess.TimeoutExpired:
         return {"timeout": timeout}
     if done.returncode != 0:
-        return {"failed": (done.stderr.strip().splitlines() or ["?"])[-1][:200]}
+        lines = done.stderr.strip().splitlines() or ["?"]
+        said = [line for line in lines if "Error" in line] or lines  # the error, not a trailing "see also"
+        return {"failed": said[-1][:200]}
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 

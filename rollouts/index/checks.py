@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
-from rollouts.index.format import valid_sql
+from rollouts.index.format import sql_file_list, valid_sql
 
 FileVersions = frozenset[tuple[Path, int, int]]
 Losers = list[tuple[str, str]]  # (episode id, file)
@@ -80,13 +80,9 @@ class ParquetChecks:
             cursor.close()
 
 
-def _file_list(paths: Sequence[Path]) -> str:
-    return "[" + ", ".join("'" + str(p).replace("'", "''") + "'" for p in paths) + "]"
-
-
 def _losers(cursor: duckdb.DuckDBPyConnection, paths: list[Path]) -> tuple[Losers, int]:
     """((episode id, file) of every Parquet row that loses, how many of them are planted) among these files."""
-    scan = f"read_parquet({_file_list(paths)}, filename = true, union_by_name = true)"
+    scan = f"read_parquet({sql_file_list(paths)}, filename = true, union_by_name = true)"
     planted = cursor.execute(f"SELECT episode_id, filename FROM {scan} WHERE NOT {valid_sql()}").fetchall()
     repeated = cursor.execute(f"""SELECT episode_id, filename FROM {scan} WHERE episode_id IN
         (SELECT episode_id FROM {scan} WHERE {valid_sql()} GROUP BY episode_id HAVING count(*) > 1)

@@ -45,42 +45,15 @@ from rollouts.filters import FRAME_ORDER, PAGE_SIZE, Filters, order_by
 from rollouts.index.checks import ParquetChecks
 from rollouts.index.checks import stop as stop_checks
 from rollouts.index.copies import COPY_ROWS, ParquetCopies
-from rollouts.index.format import FORMS, first_per_episode
+from rollouts.index.format import FORMS, first_per_episode, sql_columns, sql_file_list
 from rollouts.index.held import HeldRows
 from rollouts.schema import COLUMNS, EPISODE_ID, TIERS
 from rollouts.search import TranscriptWords
 from rollouts.sources import SOURCES
 
 HOLD_ROWS = 100_000  # a source whose Parquet files hold fewer rows is held whole in one table
-_SQL_TYPES = {str: "VARCHAR", int: "BIGINT", float: "DOUBLE", bool: "BOOLEAN"}
-_ARROW_NAMES = {str: ("string", "large_string"), int: ("int64",), float: ("double",), bool: ("bool",)}
 _PARQUET = FORMS.index(".parquet")
 _TABLE = len(FORMS)  # the `form` of a row from an Arrow table source
-
-
-def _quote(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
-def _file_list(paths: Sequence[Path]) -> str:
-    return "[" + ", ".join(_quote(str(p)) for p in paths) + "]"
-
-
-def _columns(scan: str, group: int, form: int, present: set[str] | dict[str, str]) -> str:
-    """The engine's columns of a scan, in order: the index columns as they are when the scan has the right type,
-    cast when not (a value that does not fit becomes null, as rollouts.schema.coerce_cell makes it), null when
-    absent; then where each row came from."""
-    cells = []
-    for name, kind in COLUMNS.items():
-        if name not in present:
-            cells.append(f"NULL::{_SQL_TYPES[kind]} AS {name}")
-        elif isinstance(present, dict) and present[name] in _ARROW_NAMES[kind]:
-            cells.append(name)
-        else:
-            cells.append(f"TRY_CAST({name} AS {_SQL_TYPES[kind]}) AS {name}")
-    filename = "filename" if "filename = true" in scan else "NULL::VARCHAR"
-    return (f"SELECT {', '.join(cells)}, {group}::BIGINT AS grp, {form}::BIGINT AS form, {filename} AS filename, "
-            f"NULL::BIGINT AS line FROM {scan}")
 
 
 def _version(path: Path) -> tuple[int, int]:
@@ -159,7 +132,7 @@ class IndexEngine:
         group = SOURCES.index(source)
         if "table" in part:
             self._con.register(f"src_{source}", part["table"])
-            return [_columns(f"src_{source}", group, _TABLE, set(part["table"].column_names))]
+            return [sql_columns(f"src_{source}", group, _TABLE, set(part["table"].column_names))]
         selects = [f"SELECT * FROM {self._held[source].name}"]
         if part["large"] and part["parquet"]:
             parquet = " UNION ALL ".join(self._parquet_selects(source, part["parquet"], group))
@@ -201,8 +174,8 @@ class IndexEngine:
         by_schema: dict[tuple, list[Path]] = {}
         for path in paths:
             by_schema.setdefault(self._footer(path)[0], []).append(path)
-        return [_columns(f"read_parquet({_file_list(same)}, filename = true)", group, _PARQUET, dict(schema))
-                for schema, same in by_schema.items()]
+        return [sql_columns(f"read_parquet({sql_file_list(same)}, filename = true)", group, _PARQUET,
+                            dict(schema)) for schema, same in by_schema.items()]
 
     def _footer(self, path: Path) -> tuple[tuple, int]:
         """((column, type) of a Parquet file's index columns, its row count), read once per file version."""
@@ -226,7 +199,7 @@ class IndexEngine:
         present = [s for s in SOURCES if s in self._parts]
         parts = {s: self._source_selects(s, self._parts[s]) for s in present}
         for source in SOURCES:
-            body = " UNION ALL ".join(parts.get(source, [])) or _columns("(SELECT 1 WHERE false)", 0, 0, set())
+            body = " UNION ALL ".join(parts.get(source, [])) or sql_columns("(SELECT 1 WHERE false)", 0, 0, set())
             con.execute(f"CREATE OR REPLACE VIEW part_{source} AS {body}")
         # Only the sources that have rows: a union with empty branches keeps DuckDB from pruning columns.
         con.execute("CREATE OR REPLACE VIEW every_row AS " + (" UNION ALL ".join(

@@ -87,7 +87,56 @@ def valid_sql(episode_id: str = "episode_id", path: str = "path") -> str:
             f"regexp_extract({path}, '{_PATH}', 2) = {episode_id}, false)")
 
 
+# -- the SQL reader -----------------------------------------------------------------------------------------------
+
+SQL_TYPES = {str: "VARCHAR", int: "BIGINT", float: "DOUBLE", bool: "BOOLEAN"}
+_ARROW_NAMES = {str: ("string", "large_string"), int: ("int64",), float: ("double",), bool: ("bool",)}
+
+
+def sql_quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def sql_file_list(paths: Iterable[Path]) -> str:
+    return "[" + ", ".join(sql_quote(str(p)) for p in paths) + "]"
+
+
+def sql_columns(scan: str, group: int, form: int, present: set[str] | dict[str, str], *,
+                line: str = "NULL::BIGINT") -> str:
+    """A SELECT of a scan's rows as the engine holds them: the index columns in order (as they are when the scan has
+    them in the right type, cast when not, a value that does not fit becoming null as `coerce_cell` makes it, null
+    when absent: the SQL form of `conform`), then where each row came from (its source's group, its file's form and
+    name, its place in the file)."""
+    cells = []
+    for name, kind in COLUMNS.items():
+        if name not in present:
+            cells.append(f"NULL::{SQL_TYPES[kind]} AS {name}")
+        elif isinstance(present, dict) and present[name] in _ARROW_NAMES[kind]:
+            cells.append(name)
+        else:
+            cells.append(f"TRY_CAST({name} AS {SQL_TYPES[kind]}) AS {name}")
+    filename = "filename" if "filename = true" in scan else "NULL::VARCHAR"
+    return (f"SELECT {', '.join(cells)}, {group}::BIGINT AS grp, {form}::BIGINT AS form, {filename} AS filename, "
+            f"{line} AS line FROM {scan}")
+
+
 # -- reading the two forms -----------------------------------------------------------------------------------------
+
+
+def parse_jsonl(data: bytes) -> pa.Table | None:
+    """Every line of `data` as a row in INDEX_SCHEMA, in order, when Arrow's reader takes them all as they are (one
+    row per non-blank line); None when it does not (a bad line: read_jsonl reads it line by line). No row is left
+    out here: the caller applies the row-path rule."""
+    try:
+        threads = len(data) > 1 << 22  # threads pay off only for large reads
+        table = pa_json.read_json(io.BytesIO(data), read_options=pa_json.ReadOptions(block_size=1 << 22,
+                                                                                     use_threads=threads),
+                                  parse_options=pa_json.ParseOptions(explicit_schema=INDEX_SCHEMA,
+                                                                     unexpected_field_behavior="ignore"))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return None
+    lines = sum(1 for line in data.splitlines() if line.strip())
+    return table.select(INDEX_SCHEMA.names) if table.num_rows == lines else None
 
 
 def read_jsonl(data: bytes) -> tuple[pa.Table, int]:
@@ -98,17 +147,8 @@ def read_jsonl(data: bytes) -> tuple[pa.Table, int]:
     if not data.strip():
         return INDEX_SCHEMA.empty_table(), 0
     lines = sum(1 for line in data.splitlines() if line.strip())
-    try:
-        # Threads pay off only for large reads: for a day's file of a few hundred rows their start costs more.
-        threads = len(data) > 1 << 22
-        table = pa_json.read_json(io.BytesIO(data), read_options=pa_json.ReadOptions(block_size=1 << 22,
-                                                                                     use_threads=threads),
-                                  parse_options=pa_json.ParseOptions(explicit_schema=INDEX_SCHEMA,
-                                                                     unexpected_field_behavior="ignore"))
-        table = table.select(INDEX_SCHEMA.names)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-        table = _read_slowly(data)
-    table = valid_rows(table)
+    table = parse_jsonl(data)
+    table = valid_rows(table if table is not None else _read_slowly(data))
     return table, max(0, lines - table.num_rows)
 
 
