@@ -4,8 +4,9 @@ Every JSONL file of a source is held this way (the small, growing part of an ind
 while the source is small (rollouts.index.engine decides): a query then reads one table in DuckDB's own format,
 never a file, which is what makes a filter at 20,000 rows in 120 files a matter of milliseconds.
 
-- A JSONL file is followed as it grows (rollouts.jsonio.JsonlTail), its rows kept in Arrow; the new lines of every
-  file that grew are parsed in one call (Arrow's per-call setup would cost more than a day's few hundred rows).
+- A JSONL file is followed as it grows (rollouts.jsonio.JsonlTail); the new lines of every file that grew are parsed
+  in one call (Arrow's per-call setup would cost more than a day's few hundred rows) and kept in DuckDB (a table of
+  every JSONL row, `<name>_jsonl`, from which the held table is made), never twice in memory.
 - Parquet files are read by DuckDB itself, when one changes (a compaction writes a new one): all of them in one
   scan, the row-path rule applied in SQL (rollouts.index.format.valid_sql).
 - When the only change is new lines whose episodes are new, those rows are inserted; otherwise the table is made
@@ -28,9 +29,9 @@ import pyarrow.compute as pc
 
 from rollouts.index.format import (
     FORMS,
+    INDEX_SCHEMA,
     PRECEDENCE_SQL,
     concat_tables,
-    in_precedence,
     named_mask,
     parse_jsonl,
     read_jsonl,
@@ -43,16 +44,18 @@ from rollouts.jsonio import JsonlTail
 log = logging.getLogger(__name__)
 
 _JSONL, _PARQUET = FORMS.index(".jsonl"), FORMS.index(".parquet")
+BATCH_BYTES = 16 << 20  # JSONL lines parsed and stored at a time: the memory a first read of a large folder takes
+INSERT_ROWS = 10_000  # new rows inserted into the held table as they are; past this the table is made again
 Stamp = tuple[int, int, int]  # (inode, mtime_ns, size)
 
 
 @dataclass
 class _Part:
-    """One JSONL file's rows as last read."""
+    """One JSONL file as last read."""
 
     stamp: Stamp
     tail: JsonlTail
-    table: pa.Table | None = None
+    rows: int = 0
     skipped: int = 0
 
 
@@ -64,10 +67,12 @@ class HeldRows:
     name: str
     group: int
     _parts: dict[Path, _Part] = field(default_factory=dict)  # JSONL files
+    _dropped: list[Path] = field(default_factory=list)  # JSONL files whose rows leave the raw table
     _parquet: dict[Path, Stamp] = field(default_factory=dict)
     _parquet_skipped: int = 0
     _rows: int = 0
     _made: bool = False
+    _dropped_any: bool = False
 
     @property
     def rows(self) -> int:
@@ -79,25 +84,40 @@ class HeldRows:
 
     def update(self, paths: list[Path]) -> bool:
         """Hold exactly these files' rows; True when the table's rows (or the count of lines left out) changed."""
+        self._ensure_raw()
         skipped = self.skipped
         jsonl = [p for p in paths if p.suffix == ".jsonl"]
         parquet = {p: stamp for p in paths if p.suffix == ".parquet" and (stamp := _stamp(p)) is not None}
         gone = [p for p in self._parts if p not in set(jsonl)]
         for path in gone:
             del self._parts[path]
+        self._dropped += gone
         remake = bool(gone) or not self._made or parquet != self._parquet
         self._parquet = parquet
-        appended, reread = self._read_jsonl(jsonl)
-        if remake or reread:
+        appended = self._read_jsonl(jsonl)
+        if remake or self._dropped_any or appended is None:
             self._remake()
             return True
         return self._insert(appended) or self.skipped != skipped
 
-    def _read_jsonl(self, paths: list[Path]) -> tuple[list[pa.Table], bool]:
-        """The new rows of the JSONL files (those of a file seen for the first time, or lines a file grew by), and
-        whether a file held before was replaced or cut (then its rows may be others: the table is made again)."""
-        grown: list[tuple[Path, _Part, bytes, int]] = []
-        reread = False
+    def _ensure_raw(self) -> None:
+        if not self._made:
+            empty = _with_place(INDEX_SCHEMA.empty_table(), self.group, _JSONL, None, 0)
+            self.con.register("held_empty", empty)
+            try:
+                self.con.execute(f"CREATE OR REPLACE TABLE {self.name}_jsonl AS SELECT * FROM held_empty")
+            finally:
+                self.con.unregister("held_empty")
+
+    def _read_jsonl(self, paths: list[Path]) -> pa.Table | None:
+        """Read the new lines of the JSONL files (a file seen for the first time, or the lines a file grew by; a file
+        held before that was replaced or cut is read again from its start, its old rows dropped) into the raw table,
+        BATCH_BYTES at a time so a folder of any size is read within a bounded memory; the rows read, when they are
+        few enough to be inserted into the held table as they are (else None: the table is made again)."""
+        self._dropped_any = bool(self._dropped)
+        self._drop_raw()
+        batch: list[tuple[Path, _Part, bytes]] = []
+        size, appended, kept = 0, [], 0
         for path in paths:
             stamp = _stamp(path)
             part = self._parts.get(path)
@@ -107,52 +127,71 @@ class HeldRows:
                 part = self._parts[path] = _Part(stamp, JsonlTail(path))
             restarts = part.tail.restarts
             data = part.tail.read_bytes()
-            if part.tail.restarts != restarts:
-                reread, part.table, part.skipped = True, None, 0
+            if part.tail.restarts != restarts:  # its rows may be others now: the table is made again
+                self._dropped.append(path)
+                self._drop_raw()
+                self._dropped_any, part.rows, part.skipped = True, 0, 0
             part.stamp = stamp
             if data:
-                grown.append((path, part, data, part.table.num_rows if part.table is not None else 0))
-        appended = []
-        for (path, part, _, start), (table, skipped) in zip(grown, _parse_each([d for _, _, d, _ in grown]),
-                                                             strict=True):
-            new = _with_place(table, self.group, _JSONL, path, start)
-            part.table = new if part.table is None else concat_tables([part.table, new])
-            part.skipped += skipped
-            appended.append(new)
-        return appended, reread
+                batch.append((path, part, data))
+                size += len(data)
+            if size >= BATCH_BYTES:
+                kept += self._store_batch(batch, appended)
+                batch, size = [], 0
+        kept += self._store_batch(batch, appended)
+        return concat_tables(appended) if kept <= INSERT_ROWS else None
 
-    def _insert(self, appended: list[pa.Table]) -> bool:
+    def _store_batch(self, batch: list[tuple[Path, _Part, bytes]], appended: list[pa.Table]) -> int:
+        """Parse a batch of new lines and keep its rows in the raw table; the rows kept (listed in `appended` while
+        there are few)."""
+        rows = []
+        for (path, part, _), (table, skipped) in zip(batch, _parse_each([d for _, _, d in batch]), strict=True):
+            rows.append(_with_place(table, self.group, _JSONL, path, part.rows))
+            part.rows, part.skipped = part.rows + table.num_rows, part.skipped + skipped
+        new = concat_tables(rows)
+        if new.num_rows:
+            # One chunk: DuckDB scans each Arrow chunk with buffers of its own (2,000 files' rows as 2,000 chunks ran
+            # it out of memory), and a table of many small chunks at half the speed.
+            self.con.register("held_new", new.combine_chunks())
+            try:
+                self.con.execute(f"INSERT INTO {self.name}_jsonl SELECT * FROM held_new")
+            finally:
+                self.con.unregister("held_new")
+            if sum(t.num_rows for t in appended) + new.num_rows <= INSERT_ROWS:
+                appended.append(new)
+        return new.num_rows
+
+    def _drop_raw(self) -> None:
+        """The rows of files gone or read again leave the raw table."""
+        if self._dropped:
+            self.con.execute(f"DELETE FROM {self.name}_jsonl WHERE filename = ANY(?::VARCHAR[])",
+                             [[str(p) for p in self._dropped]])
+            self._dropped = []
+
+    def _insert(self, appended: pa.Table) -> bool:
         """New rows of new episodes go in as they are; a row of an episode already held means the precedence rule
         must choose again."""
-        new = concat_tables(appended)
-        if not new.num_rows:
+        if not appended.num_rows:
             return False
-        ids = new.column("episode_id")
+        ids = appended.column("episode_id")
         with_held = self.con.execute(f"SELECT count(*) FROM {self.name} WHERE episode_id IN (SELECT unnest(?))",
                                      [ids.to_pylist()]).fetchall()[0][0]
-        if with_held or pc.count_distinct(ids).as_py() < new.num_rows:
+        if with_held or pc.count_distinct(ids).as_py() < appended.num_rows:
             self._remake()
             return True
-        self.con.register("held_new", new)
+        self.con.register("held_new", appended)
         try:
             self.con.execute(f"INSERT INTO {self.name} SELECT * FROM held_new")
         finally:
             self.con.unregister("held_new")
-        self._rows += new.num_rows
+        self._rows += appended.num_rows
         return True
 
     def _remake(self) -> None:
-        jsonl = concat_tables(self._parts[p].table for p in in_precedence(self._parts)
-                              if self._parts[p].table is not None)
-        # One chunk: DuckDB takes a table of many small chunks (a file's rows each) at half the speed.
-        self.con.register("held_jsonl", _with_place(jsonl, self.group, _JSONL, None, 0).combine_chunks())
-        try:
-            parquet = self._parquet_select()
-            self.con.execute(f"""CREATE OR REPLACE TABLE {self.name} AS SELECT * FROM (
-                SELECT * FROM held_jsonl{f" UNION ALL {parquet}" if parquet else ""})
-                QUALIFY row_number() OVER (PARTITION BY episode_id ORDER BY {PRECEDENCE_SQL}) = 1""")
-        finally:
-            self.con.unregister("held_jsonl")
+        parquet = self._parquet_select()
+        self.con.execute(f"""CREATE OR REPLACE TABLE {self.name} AS SELECT * FROM (
+            SELECT * FROM {self.name}_jsonl{f" UNION ALL {parquet}" if parquet else ""})
+            QUALIFY row_number() OVER (PARTITION BY episode_id ORDER BY {PRECEDENCE_SQL}) = 1""")
         self._rows = self.con.execute(f"SELECT count(*) FROM {self.name}").fetchall()[0][0]
         self._made = True
 
@@ -176,6 +215,7 @@ class HeldRows:
 
     def drop(self) -> None:
         self.con.execute(f"DROP TABLE IF EXISTS {self.name}")
+        self.con.execute(f"DROP TABLE IF EXISTS {self.name}_jsonl")
         self._parts.clear()
         self._parquet.clear()
         self._rows, self._made = 0, False
