@@ -192,8 +192,9 @@ def _first_int(*values: Any) -> int | None:
 
 # --- usage ---------------------------------------------------------------------------------------------------
 
-def usage_summary(record: Mapping[str, Any]) -> str:
-    """Model, turns, tokens, time and checks of a rollout record, plus its errors and provider switches."""
+def usage_summary(record: Mapping[str, Any], *, heading: bool = True) -> str:
+    """Model, turns, tokens, time and checks of a rollout record, plus its errors and provider switches.
+    `heading`: the first line names the model and the task (a page whose header does so already leaves it out)."""
     usage = record.get("usage") or {}
     steps = record.get("steps") or []
     checks = sum(1 for s in steps if s.get("tool") == "check_plan")
@@ -210,4 +211,4 @@ def usage_summary(record: Mapping[str, Any]) -> str:
         lines.append(f"- provider switch: {escape_cell(shorten(str(switch), 300))}")
     for err in record.get("errors") or []:
         lines.append(f"- ❌ error: {escape_cell(shorten(str(err), 300))}")
-    return "\n".join(lines)
+    return "\n".join(lines if heading else lines[1:])
