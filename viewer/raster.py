@@ -3,8 +3,8 @@ the bundled Liberation Sans (viewer/fonts/, SIL OFL 1.1) and no system font, so 
 
 resvg holds the GIL for the whole of a render (about 120 ms for a share card), and a server's event loop and
 Gradio's workers would wait that long for it, render after render, under a flood of share-image requests. So the
-server rasterises in a helper process of its own (`Rasteriser`): one render at a time, over a pipe, restarted if it
-dies, and in this process only when the helper cannot start. The helper runs this module (`python -m viewer.raster`)
+server rasterises in a helper process of its own (`Rasteriser`): one render at a time, over a pipe, at a lower
+scheduling priority than the server, restarted if it dies, and in this process only when the helper cannot start. The helper runs this module (`python -m viewer.raster`)
 and imports nothing else of the project, so it starts in a blink and holds a few megabytes.
 """
 
@@ -125,4 +125,6 @@ def serve(source: BinaryIO, sink: BinaryIO) -> None:
 
 
 if __name__ == "__main__":
+    # Below the server in the scheduler's eyes: on a machine of two cores, the app's own work comes first.
+    os.nice(10)
     serve(sys.stdin.buffer, sys.stdout.buffer)

@@ -15,7 +15,9 @@ and the same 404 page, which does not repeat the id.
 The work is kept off everything Gradio needs: each request's lookup and rendering runs in a worker thread under a
 small limiter of its own (never anyio's default pool, which runs Gradio's handlers), pictures are rasterised in a
 helper process (viewer/raster.py; resvg holds the GIL while it draws), rendered pages and images are kept in small
-caches, and past `MAX_WAITING` requests waiting their turn the routes answer 503 at once.
+caches, lookups and renders are paced so that they hold this process's GIL about `RENDER_SHARE` of the time at
+most however many arrive (a record's lookup and page take 10-30 ms of Python; Gradio's handlers need the GIL too),
+and past `MAX_WAITING` requests waiting their turn the routes answer 503 at once.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import hashlib
 import json
 import re
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -53,8 +56,9 @@ SECURITY = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "strict-orig
             # No script may run on these pages, whatever a record holds; styles and the inline SVG are the page's.
             "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
                                        "base-uri 'none'; form-action 'none'"}
-PAGE_WORKERS = 2           # pages rendered at once (threads of their own, not Gradio's)
+PAGE_WORKERS = 2           # requests for pages answered at once (threads of their own, not Gradio's)
 IMAGE_WORKERS = 2          # images at once (the helper draws one at a time; the other builds its SVG)
+RENDER_SHARE = 0.3         # the share of the time lookups and renders may take, under a flood of uncached requests
 MAX_WAITING = 256          # requests waiting for a worker beyond which the routes say "busy" (503) at once
 PAGES_KEPT, IMAGES_KEPT = 64, 128
 _NAME = re.compile(r"(?P<id>.*?)(?P<kind>\.png|\.json)?")
@@ -107,6 +111,30 @@ class _Lru:
                 self._items.popitem(last=False)
 
 
+class _Pace:
+    """Work that may take at most `share` of the time: after each piece, the next one waits in proportion to the
+    CPU time it took (a Hub download's wait costs none). Under a flood, renders thus leave the GIL to Gradio most
+    of the time; a single request never waits."""
+
+    def __init__(self, share: float) -> None:
+        self.rest = 1 / share - 1
+        self._free_at = 0.0
+        self._lock = threading.Lock()
+
+    def run(self, work: Any, *args: Any) -> Any:
+        with self._lock:
+            wait = self._free_at - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+        started = time.thread_time()
+        try:
+            return work(*args)
+        finally:
+            spent = time.thread_time() - started
+            with self._lock:
+                self._free_at = max(self._free_at, time.monotonic()) + spent * self.rest
+
+
 class SharePages:
     """The routes (`router`) and what they keep: caches, limiters, the raster helper (`close` stops it)."""
 
@@ -117,6 +145,7 @@ class SharePages:
         self._etags = _Lru(PAGES_KEPT)  # episode id -> (record object, etag): a record hashed once while it is kept
         self._limits = {"page": anyio.CapacityLimiter(PAGE_WORKERS), "json": anyio.CapacityLimiter(PAGE_WORKERS),
                         "image": anyio.CapacityLimiter(IMAGE_WORKERS)}
+        self.pace = _Pace(RENDER_SHARE)
         self.waiting = 0   # changed on the event loop only
         self.router = APIRouter()
         self.router.add_api_route("/r/{name:path}", self.serve, methods=["GET", "HEAD"], include_in_schema=False)
@@ -152,7 +181,7 @@ class SharePages:
         if run is not None and not run.finished:
             return self.running(run, kind, base)
         try:
-            record, row = self.ctx.records.get(episode_id)
+            record, row = self.pace.run(self.ctx.records.get, episode_id)
         except RolloutNotFound:
             return self.missing(base)
         except SourceError:
@@ -171,7 +200,7 @@ class SharePages:
         body = cache.get(key)
         if body is None:
             body = (self._image(record, task) if kind == "image"
-                    else page_html(record, row, task, self.links(episode_id, base)).encode("utf-8"))
+                    else self.pace.run(page_html, record, row, task, self.links(episode_id, base)).encode("utf-8"))
             cache.put(key, body)
         return Answer(200, body, kind, etag, FINISHED)
 
@@ -196,26 +225,27 @@ class SharePages:
         events = list(run.events)
         task = self.ctx.task_for(run.task_id, None)
         if kind == "page":
-            body = running_page(run.model, run.task_id, events, task, self.links(run.episode_id, base, running=True))
+            body = self.pace.run(running_page, run.model, run.task_id, events, task,
+                                 self.links(run.episode_id, base, running=True))
             return Answer(200, body.encode("utf-8"), kind)
         steps = plan_steps(events)
         key = (run.episode_id, "running", len(steps))
         body = self.images.get(key)
         if body is None:
             plan = steps[-1].get("plan") if steps else None
-            body = self.raster.png(share_svg(task, plan, model=run.model, task_id=run.task_id,
-                                             status="still running"))
+            body = self.raster.png(self.pace.run(lambda: share_svg(task, plan, model=run.model, task_id=run.task_id,
+                                                                   status="still running")))
             self.images.put(key, body)
         return Answer(200, body, kind)
 
     def _image(self, record: Mapping[str, Any], task: Mapping[str, Any] | None) -> bytes:
         view = RecordView(record)
         grade = view.grade
-        svg = share_svg(task, view.final_plan, model=view.model or "?", task_id=view.task_id,
-                        tier=view.task.get("difficulty"), reward=view.reward,
-                        feasible=grade.get("feasible") if grade else None, cost=view.cost,
-                        optimal_cost=optimal_cost(view, task),
-                        status=None if grade else "not submitted")
+        svg = self.pace.run(lambda: share_svg(task, view.final_plan, model=view.model or "?", task_id=view.task_id,
+                                              tier=view.task.get("difficulty"), reward=view.reward,
+                                              feasible=grade.get("feasible") if grade else None, cost=view.cost,
+                                              optimal_cost=optimal_cost(view, task),
+                                              status=None if grade else "not submitted"))
         return self.raster.png(svg)
 
     def _etag(self, episode_id: str, record: Mapping[str, Any], kind: str, task_known: bool) -> str:
