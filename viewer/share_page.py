@@ -175,7 +175,7 @@ def running_page(model: str, task_id: str, events: Sequence[Mapping[str, Any]], 
             + f'<p class="note">This episode is still running: {markdown_html(status, inline=True)}. This page '
               f'shows it as it was when you opened it; <a href="{html.escape(links.arena)}">watch it live</a>, or '
               "reload for the latest.</p>"
-            + f'<main class="layout"><div class="picture">{_figure(scene, "")}</div></main>'
+            + f'<main class="layout single"><div class="picture">{_figure(scene, "")}</div></main>'
             + transcript_html(live.messages)
             + f"<footer><p>{ATTRIBUTION}</p></footer>")
     return _document(_head(title, description, links), body)
@@ -289,6 +289,7 @@ nav {display: flex; gap: 8px}
 .pill {padding: 2px 12px; border-radius: 999px; color: white; font-weight: 700; font-size: .9rem}
 .pill.ok {background: #2E7D32} .pill.bad {background: #D62728} .pill.muted {background: #6b7580}
 .layout {display: grid; grid-template-columns: minmax(0, 1fr) 340px; gap: 18px; align-items: start}
+.layout.single {grid-template-columns: minmax(0, 1fr); max-width: 1040px}
 .chart {margin: 0; overflow-x: auto; border: 1px solid var(--line); border-radius: 8px; padding: 4px}
 .chart svg, .optimum svg {display: block; width: 100%; height: auto; min-width: 560px}
 figcaption {color: var(--muted); font-size: .85rem; padding: 2px 6px}

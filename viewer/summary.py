@@ -199,14 +199,15 @@ def usage_summary(record: Mapping[str, Any], *, heading: bool = True) -> str:
     steps = record.get("steps") or []
     checks = sum(1 for s in steps if s.get("tool") == "check_plan")
     turns = record.get("turns")
-    out_tokens = int(usage.get("output_tokens") or 0)
+    in_tokens, out_tokens = int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
     lines = [
         f"**{escape_cell(record.get('model') or 'unknown model')}** on {escape_cell(record.get('task_id') or '?')}",
         f"- {fmt_num(turns)} turns · {checks} checks · {fmt_num(record.get('seconds'), 1)} s"
         f" · ended: {escape_cell(record.get('end_reason') or '?')}",
-        f"- tokens: {int(usage.get('input_tokens') or 0):,} in / {out_tokens:,} out"
-        + (f" ({out_tokens // turns:,} out per turn)" if isinstance(turns, int) and turns > 0 else ""),
     ]
+    if in_tokens or out_tokens:  # a baseline or a person spends none: "0 in / 0 out" would only puzzle
+        lines.append(f"- tokens: {in_tokens:,} in / {out_tokens:,} out"
+                     + (f" ({out_tokens // turns:,} out per turn)" if isinstance(turns, int) and turns > 0 else ""))
     for switch in record.get("provider_switches") or []:
         lines.append(f"- provider switch: {escape_cell(shorten(str(switch), 300))}")
     for err in record.get("errors") or []:
