@@ -119,7 +119,8 @@ def serve(demo: gr.Blocks, ctx: AppContext, **options: Any) -> FastAPI:
     gr.mount_gradio_app(server, demo, path="/", css=CSS, head=HEAD, footer_links=["api"], run_history=False,
                         show_error=False, **options)
     # The mounted app is the one serving, as launch() records it: demo.close() then ends its event streams.
-    demo.server_app = demo.app = server.routes[-1].app
+    demo.server_app = demo.app = next(route.app for route in server.routes
+                                      if isinstance(getattr(route, "app", None), gr.routes.App))
     return server
 
 

@@ -12,7 +12,7 @@ under 20 ms; the 1200 x 630 PNG within 300 ms.
   `?tab=browse&rollout=<id>` (bench/page_bench.py's) from navigation until the rollout's header and chart are
   drawn, alternating the two;
 - with a plain HTTP client (one kept-alive connection), warm: `GET /r/<id>` and `GET /r/<id>.png` medians, and
-  the PNG's first render (distinct rollouts);
+  their first renders (distinct rollouts, nothing cached);
 - Gradio's queue under a flood of share requests: the median and worst time of one API call (`/browse_record`)
   alone (before and after), and while 6 threads ask for pages and images of distinct rollouts, uncached, as fast
   as they are answered.
@@ -94,14 +94,15 @@ def page_seconds(browser: Any, url: str, rollout: str) -> float:
 
 
 def http_medians(url: str, ids: list[str], runs: int) -> dict[str, float]:
-    """Warm medians (ms) of the page and of the image (both cached by then), and of an image's first render."""
+    """Warm medians (ms) of the page and of the image (both cached by then), and of each one's first render."""
     with httpx.Client(timeout=60) as client:
-        first_png = []
+        first: dict[str, list[float]] = {"page_first_ms": [], "png_first_ms": []}
         for episode_id in ids[1:11]:
-            started = time.perf_counter()
-            assert client.get(f"{url}r/{episode_id}.png").status_code == 200
-            first_png.append(time.perf_counter() - started)
-        out = {"png_first_ms": statistics.median(first_png) * 1000}
+            for name, suffix in (("page_first_ms", ""), ("png_first_ms", ".png")):
+                started = time.perf_counter()
+                assert client.get(f"{url}r/{episode_id}{suffix}").status_code == 200
+                first[name].append(time.perf_counter() - started)
+        out = {name: statistics.median(times) * 1000 for name, times in first.items()}
         for name, path in (("page_ms", f"r/{ids[0]}"), ("png_ms", f"r/{ids[0]}.png")):
             out[name] = median_ms(lambda path=path: client.get(f"{url}{path}").raise_for_status(), runs)
     return out
@@ -184,6 +185,7 @@ def served(rows: int, trials: int, runs: int) -> None:
     print(f"| ratio, share page / Gradio link | {page_s / link_s:.2f} |")
     print(f"| `GET /r/<id>`, warm | {http['page_ms']:.1f} ms |")
     print(f"| `GET /r/<id>.png`, warm (cached) | {http['png_ms']:.1f} ms |")
+    print(f"| `GET /r/<id>`, first render of a rollout | {http['page_first_ms']:.0f} ms |")
     print(f"| `GET /r/<id>.png`, first render of a rollout | {http['png_first_ms']:.0f} ms |")
     print(f"| Gradio API call alone, median / worst | {queue['alone_p50']:.3f} / {queue['alone_max']:.3f} s |")
     for name, what in (("cached", "one rollout's page and image (cached)"), ("flood", "distinct rollouts (uncached)")):

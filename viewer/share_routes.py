@@ -51,6 +51,9 @@ from viewer.share_page import rollout_page as page_html
 
 PAGE_VERSION = "1"        # bump when the page or the image draw differently: every ETag changes with it
 FINISHED = "public, max-age=604800, immutable"   # a week: a finished rollout's answers never change
+# ...unless its task is not served yet (the tasks dataset still loading): its page, drawn without a chart, is kept an
+# hour, and the ETag changes once the task arrives.
+WITHOUT_TASK = "public, max-age=3600"
 NOT_CACHED = "no-store"
 SECURITY = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "strict-origin-when-cross-origin",
             # No script may run on these pages, whatever a record holds; styles and the inline SVG are the page's.
@@ -189,11 +192,12 @@ class SharePages:
                           headers={"Retry-After": "30"})
         task = self.ctx.task_for(str(record.get("task_id") or ""), None)
         etag = self._etag(episode_id, record, kind, task is not None)
+        cache_control = FINISHED if task is not None or kind == "json" else WITHOUT_TASK
         if etag in _tags(if_none_match):
-            return Answer(304, b"", kind, etag, FINISHED)
+            return Answer(304, b"", kind, etag, cache_control)
         if kind == "json":
             body = json.dumps(record, ensure_ascii=False).encode("utf-8")
-            return Answer(200, body, kind, etag, FINISHED,
+            return Answer(200, body, kind, etag, cache_control,
                           {"Content-Disposition": f'inline; filename="{episode_id}.json"'})
         cache = self.images if kind == "image" else self.pages
         key = (episode_id, base, etag)
@@ -202,7 +206,7 @@ class SharePages:
             body = (self._image(record, task) if kind == "image"
                     else self.pace.run(page_html, record, row, task, self.links(episode_id, base)).encode("utf-8"))
             cache.put(key, body)
-        return Answer(200, body, kind, etag, FINISHED)
+        return Answer(200, body, kind, etag, cache_control)
 
     def links(self, episode_id: str, base: str, *, running: bool = False) -> PageLinks:
         page = rollout_page(episode_id, base)
