@@ -3,9 +3,11 @@ play a task by hand.
 
     python app.py            # http://127.0.0.1:7860, embedded berth server, offline with the baselines
 
-This file composes the sections (viewer/) and the API for scripts; configuration is by environment variables
-(README.md): BERTH_ENV_URL, ROLLOUT_DIR, ROLLOUT_DATASET, PUBLIC_ROLLOUTS, TASKS_DATASET, HF_TOKEN and the provider
-keys.
+This file composes the sections (viewer/) and the API for scripts, and serves them with the rollouts' share pages
+(`/r/<episode_id>`, viewer/share_routes.py) in one process: a FastAPI app with the share routes, Gradio mounted on
+it at `/`, run by uvicorn. Configuration is by environment variables (README.md): BERTH_ENV_URL, ROLLOUT_DIR,
+ROLLOUT_DATASET, PUBLIC_ROLLOUTS, TASKS_DATASET, ARENA_URL, HF_TOKEN and the provider keys; GRADIO_SERVER_NAME and
+GRADIO_SERVER_PORT say where to listen, as they do for Gradio.
 """
 
 from __future__ import annotations
@@ -14,8 +16,12 @@ import contextlib
 import os
 import signal
 import sys
+from collections.abc import AsyncIterator
+from typing import Any
 
 import gradio as gr
+import uvicorn
+from fastapi import FastAPI
 
 from viewer import gradio_sessions, rollout_panel, task_picker
 from viewer.browse import api as browse_api
@@ -25,6 +31,7 @@ from viewer.play import api as play_api
 from viewer.play import section as play
 from viewer.run import api as run_api
 from viewer.run import section as run
+from viewer.share_routes import SharePages
 from viewer.wiring import bind
 
 TITLE = "Berth-planning agent arena"
@@ -91,10 +98,38 @@ def api_routes(ctx: AppContext) -> None:
     gr.api(bind(play_api.play_submit, ctx), api_name="play_submit", concurrency_limit=None)
 
 
-def launch(demo: gr.Blocks, **options):
-    """Queue and launch; run history stays off, since it would keep typed API keys in the browser."""
+def serve(demo: gr.Blocks, ctx: AppContext, **options: Any) -> FastAPI:
+    """The app as one ASGI app: the share pages' routes first, then Gradio mounted at `/` (the documented way to
+    serve routes beside a Gradio app; routes registered before the mount are matched first). The queue, the styles,
+    the footer and the rest are what `demo.launch` was given before; run history stays off, since it would keep
+    typed API keys in the browser. `options` go to `gr.mount_gradio_app`."""
+    pages = SharePages(ctx)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        pages.close()  # the raster helper process
+
+    server = FastAPI(lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
+    server.state.share_pages = pages
+    server.include_router(pages.router)
     demo.queue(default_concurrency_limit=8, max_size=128)
-    return demo.launch(css=CSS, head=HEAD, footer_links=["api"], run_history=False, **options)
+    # As launch() would on a Space: the app installable there (a manifest and icons), not elsewhere.
+    options.setdefault("pwa", gr.utils.get_space() is not None)
+    gr.mount_gradio_app(server, demo, path="/", css=CSS, head=HEAD, footer_links=["api"], run_history=False,
+                        show_error=False, **options)
+    # The mounted app is the one serving, as launch() records it: demo.close() then ends its event streams.
+    demo.server_app = demo.app = next(route.app for route in server.routes
+                                      if isinstance(getattr(route, "app", None), gr.routes.App))
+    return server
+
+
+def address() -> tuple[str, int]:
+    """Where `python app.py` listens: GRADIO_SERVER_NAME and GRADIO_SERVER_PORT when set, as for Gradio's own
+    launch; else port 7860 on 127.0.0.1, or on every interface on a Space (its proxy must reach the app)."""
+    on_space = bool(os.environ.get("SPACE_ID") or os.environ.get("SYSTEM") == "spaces")
+    host = os.environ.get("GRADIO_SERVER_NAME") or ("0.0.0.0" if on_space else "127.0.0.1")
+    return host, int(os.environ.get("GRADIO_SERVER_PORT") or 7860)
 
 
 def use_jemalloc() -> None:
@@ -115,8 +150,12 @@ if __name__ == "__main__":
         from berth_env.embedded import embedded_url
 
         embedded_url()
-    demo = build_app()
+    context = AppContext.create()
+    demo = build_app(context)
     from agent.providers.registry import preload_and_freeze
 
     preload_and_freeze()
-    launch(demo)
+    host, port = address()
+    print(f"* Running on local URL:  http://{'127.0.0.1' if host == '0.0.0.0' else host}:{port}", flush=True)
+    # Open event streams (a page watching a run) must not hold a stop for long: uvicorn waits 5 s at most.
+    uvicorn.run(serve(demo, context), host=host, port=port, log_level="warning", timeout_graceful_shutdown=5)

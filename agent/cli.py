@@ -33,10 +33,12 @@ from agent.providers.registry import parse_spec, preload_and_freeze
 from agent.spec import SpecError
 from agent.task_api import TaskAPIError
 from rollouts.layout import default_rollout_dir
+from rollouts.links import public_base, rollout_page
 from rollouts.store import RolloutStore
 
 # A rollout that ended like this is worth another try when the run is resumed.
 RERUN_END_REASONS = ("error", "wall_clock", "stopped", "interrupted")
+LOCAL_APP = "http://127.0.0.1:7860"  # where `python app.py` serves the share pages off a Space
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -211,6 +213,24 @@ def _write_board(args: argparse.Namespace, tasks: list[str], root: Path) -> None
     board_path.write_text(text)
     print(text)
     print(f"board: {board_path}", file=sys.stderr)
+    print(_best_links(archive, args.run, tasks, args.model), file=sys.stderr)
+
+
+def _best_links(archive: Any, run: str, tasks: list[str], models: list[str]) -> str:
+    """Each model's best rollout of the run by its share page, `/r/<id>` (rollouts.links: on the Space's host or
+    ARENA_URL; else where `python app.py` serves the share pages of its ROLLOUT_DIR)."""
+    from rollouts.filters import order_by
+
+    base = public_base()
+    where = "run = ? AND model = ? AND task_id = ANY(?::VARCHAR[])"
+    lines = ["best rollout of each model, by its share page" + ("" if base else " (served by `python app.py` over "
+                                                                            "this folder; ARENA_URL says where else)") + ":"]
+    for model in models:
+        rows = archive.engine.fetch(where, [run, model, list(tasks)], order=order_by("reward"), limit=1).to_pylist()
+        if rows:
+            lines.append(f"  {model}: reward {float(rows[0]['reward'] or 0):.4f} on {rows[0]['task_id']}  "
+                         f"{rollout_page(rows[0]['episode_id'], base or LOCAL_APP)}")
+    return "\n".join(lines)
 
 
 class _Skipped(Exception):

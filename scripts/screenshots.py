@@ -6,7 +6,8 @@ It launches the app in this process on a temporary rollout folder (embedded bert
 Debian's chromium through Playwright and saves, per screen and size, `<screen>-<state>-<size>.png`. The Run tab:
 idle with the task preview, mid-run (a `baseline:hasty` episode after its first check found broken ships) and
 finished; Browse: the list, a rollout opened by its share link, a compare and the leaderboard (on a folder of
-realistic rollouts from testkit); Play: a task picked, a checked draft with its violations, the submitted optimum.
+realistic rollouts from testkit); Play: a task picked, a checked draft with its violations, the submitted optimum;
+a rollout's share page, `/r/<id>` (a real `baseline:hasty` episode, played on the embedded server).
 Each screen is a function below, so a new one is one more function in SCREENS.
 """
 
@@ -109,10 +110,17 @@ def play_screens(page: Page, url: str, out: Path, size: str) -> list[Path]:
     return saved
 
 
+def share_screens(page: Page, url: str, out: Path, size: str) -> list[Path]:
+    """A rollout's share page, as a link pasted anywhere opens it: served whole, no Gradio JavaScript."""
+    page.goto(f"{url}r/{SHARED}")
+    expect(page.locator("figure.chart svg")).to_be_visible(timeout=30000)
+    return [_shot(page, out / f"share-page-{size}.png")]
+
+
 SCREENS: dict[str, Callable[[Page, str, Path, str], list[Path]]] = {"run": run_screens, "browse": browse_screens,
-                                                                    "play": play_screens}
+                                                                    "play": play_screens, "share": share_screens}
 PLAYED = "dock-24B-w06x1-busy-0"
-SHOWN, RIVAL = "shown0001", "rival0001"
+SHOWN, RIVAL, SHARED = "shown0001", "rival0001", "shared000001"
 
 
 def _rollouts(store: Any) -> None:
@@ -129,6 +137,10 @@ def _rollouts(store: Any) -> None:
                         episode_id=RIVAL, started="2026-11-28T09:00:00Z")
     for record in [shown, rival, *make_records(120, seed=12)]:
         store.save(record)
+    from agent.loop import run_episode
+
+    # The share page shows a real episode: its charts, grade and transcript agree, as a visitor's would.
+    store.save(run_episode("baseline:hasty", "dock-36A-w06x1-busy-0", episode_id=SHARED, run="screenshots"))
 
 
 def _shot(page: Page, path: Path, *, full: bool = False) -> Path:
@@ -144,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
 
     import app as app_module
+    from testkit.app import serving
     from viewer.context import AppContext, Settings
 
     with tempfile.TemporaryDirectory() as folder:
@@ -152,19 +165,19 @@ def main(argv: list[str] | None = None) -> int:
         ctx = AppContext.create(settings)
         _rollouts(ctx.store)
         demo = app_module.build_app(ctx)
-        _, url, _ = app_module.launch(demo, prevent_thread_lock=True, quiet=True, server_name="127.0.0.1")
-        try:
-            with sync_playwright() as playwright:
-                browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-                for name in args.only or SCREENS:
-                    for size, viewport in SIZES.items():
-                        page = browser.new_context(viewport=viewport).new_page()
-                        for path in SCREENS[name](page, url, args.out, size):
-                            print(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
-                        page.context.close()
-                browser.close()
-        finally:
-            demo.close()
+        with serving(app_module.serve(demo, ctx)) as url:
+            try:
+                with sync_playwright() as playwright:
+                    browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+                    for name in args.only or SCREENS:
+                        for size, viewport in SIZES.items():
+                            page = browser.new_context(viewport=viewport).new_page()
+                            for path in SCREENS[name](page, url, args.out, size):
+                                print(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
+                            page.context.close()
+                    browser.close()
+            finally:
+                demo.close()
     return 0
 
 

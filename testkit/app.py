@@ -2,11 +2,14 @@
 
 `launched_app(folder, records=..., **settings)` builds `app.build_app(ctx)` over an AppContext on `folder/rollouts`
 (no Hub dataset, no upstream source and the embedded berth server unless `settings` say otherwise), saves
-`records` before it starts, launches it with `prevent_thread_lock` and closes it on the way out.
+`records` before it starts, serves it as `python app.py` does (`app.serve`: the share pages' routes with Gradio
+mounted beside them) from a uvicorn server in a thread, and stops it on the way out.
 """
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -15,6 +18,8 @@ from typing import Any
 
 from testkit.servers import free_port
 
+START_TIMEOUT_S = 60.0
+
 
 @dataclass
 class LaunchedApp:
@@ -22,6 +27,7 @@ class LaunchedApp:
     ctx: Any       # viewer.context.AppContext
     root: Path     # the rollout folder (ROLLOUT_DIR)
     demo: Any      # gradio.Blocks
+    server: Any = None  # the FastAPI app served (app.serve): the share pages' routes, Gradio mounted beside them
 
 
 def settings_for(rollout_dir: Path, **overrides: Any) -> Any:
@@ -47,12 +53,33 @@ def launched_app(folder: Path, *, records: Iterable[dict] = (), **settings: Any)
     for record in records:
         ctx.store.save(record)
     demo = app_module.build_app(ctx)
-    # A port of its own, not Gradio's 7860 and up: test processes running in parallel (and a developer's app)
-    # would race for the same ones.
-    _, url, _ = app_module.launch(demo, prevent_thread_lock=True, quiet=True, server_name="127.0.0.1",
-                                  server_port=free_port())
+    # A port of its own, not 7860 and up: test processes running in parallel (and a developer's app) would race for
+    # the same ones.
+    server = app_module.serve(demo, ctx)
+    with serving(server) as url:
+        try:
+            yield LaunchedApp(url, ctx, ctx.store.root, demo, server)
+        finally:
+            demo.close()
+            ctx.store.close()
+
+
+@contextmanager
+def serving(asgi_app: Any, host: str = "127.0.0.1", port: int | None = None) -> Iterator[str]:
+    """An ASGI app served by uvicorn from a thread on a free local port; yields its URL (ending with "/")."""
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(asgi_app, host=host, port=port or free_port(), log_level="warning",
+                                           timeout_graceful_shutdown=2))
+    thread = threading.Thread(target=server.run, name="app-server", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the app did not start")
+        time.sleep(0.01)
     try:
-        yield LaunchedApp(url if url.endswith("/") else url + "/", ctx, ctx.store.root, demo)
+        yield f"http://{host}:{server.config.port}/"
     finally:
-        demo.close()
-        ctx.store.close()
+        server.should_exit = True
+        thread.join(timeout=10)

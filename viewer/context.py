@@ -20,6 +20,7 @@ from agent.task_dataset import TaskDataset, dataset_from_env, serve_tasks_datase
 from agent.tasks import PUBLIC_SERVER, TaskChoice, embedded_catalog, task_for
 from rollouts.archive import Archive
 from rollouts.layout import default_rollout_dir
+from rollouts.links import app_link, public_base, rollout_page, space_url
 from rollouts.store import RolloutStore
 from viewer.downloads import Downloads
 from viewer.records import RecordCache
@@ -49,6 +50,7 @@ class Settings:
     # Rollouts one visitor may save in any hour, Run and Play together (0: no cap). Every rollout is public; a
     # person playing or watching saves a few an hour, a script 178 in 22 s before this cap.
     max_rollouts_per_hour: int = 30
+    arena_url: str | None = None  # the public address (rollouts.links.public_base: ARENA_URL, the Space's host)
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -69,6 +71,7 @@ class Settings:
             allowed_servers=os.environ.get("ALLOWED_SERVERS", ""),
             custom_servers=_flag(os.environ.get("CUSTOM_SERVERS")),
             max_rollouts_per_hour=int(os.environ.get("ARENA_MAX_ROLLOUTS_PER_HOUR", "30")),
+            arena_url=public_base(),
         )
 
     @property
@@ -82,8 +85,9 @@ class Settings:
 
     @property
     def public_url(self) -> str | None:
-        """The Space's public page: share links must point there, since the app runs in an iframe."""
-        return f"https://huggingface.co/spaces/{self.space_id}" if self.space_id else None
+        """The arena's public address (on a Space its `*.hf.space` host, where crawlers read a share page's tags;
+        rollouts.links decides), or None: links are then built on the address the visitor used."""
+        return self.arena_url or (space_url(self.space_id) if self.space_id else None)
 
 
 @dataclass
@@ -154,10 +158,17 @@ class AppContext:
             known.update({k: v for k, v in self._remote.items() if k not in known})
         return [known[i] for i in ids if i in known]
 
+    def link_base(self, base_url: str | None = None) -> str:
+        """The address links are built on: the public one when known, else `base_url` (the one the visitor used)."""
+        return (self.settings.public_url or base_url or "").rstrip("/")
+
     def share_link(self, query: str, base_url: str | None = None) -> str:
-        """A link to this app with `query` (`episode=...` or `tab=browse&rollout=...`)."""
-        base = self.settings.public_url or (base_url or "").rstrip("/")
-        return f"{base}/?{query}" if base else f"?{query}"
+        """A link into this app with `query` (`episode=...` watches a run; `tab=browse&rollout=...` opens Browse)."""
+        return app_link(query, self.link_base(base_url))
+
+    def rollout_link(self, episode_id: str, base_url: str | None = None) -> str:
+        """A rollout's share link: its own page, `/r/<episode_id>`, which unfurls where it is pasted."""
+        return rollout_page(episode_id, self.link_base(base_url))
 
 
 class NotSaved(NotKept):

@@ -1,6 +1,10 @@
 """Untrusted text on a Markdown page: every piece of model output, tool output, provider error or ship name goes
 through `escape_md`, `escape_cell` or `code_block` before it reaches the page, so it shows as text and never runs
 as HTML (the Chatbot sanitises too; this is the first line, not the only one).
+
+Pages of our own (the share page) turn that Markdown into HTML with `markdown_html`, a second line of its own: raw
+HTML is never passed through (it shows as text), images are never loaded, links keep only the schemes
+markdown-it allows (no `javascript:`, `vbscript:`, `file:` or `data:`) and carry `rel="nofollow ugc noopener"`.
 """
 
 from __future__ import annotations
@@ -10,6 +14,8 @@ import json
 import re
 from collections.abc import Mapping
 from typing import Any
+
+from markdown_it import MarkdownIt
 
 _BACKTICK_RUN = re.compile(r"`+")
 
@@ -68,3 +74,30 @@ def fmt_num(value: Any, digits: int = 4) -> str:
         text = f"{value:.{digits}f}".rstrip("0")
         return text + "0" if text.endswith(".") else text
     return escape_cell(value)
+
+
+def _page_markdown() -> MarkdownIt:
+    md = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"]).disable("image")
+
+    def link_open(renderer: Any, tokens: list, idx: int, options: Any, env: Any) -> str:
+        # Links in model output are the writer's, not the arena's: no ranking credit, no window handle.
+        tokens[idx].attrSet("rel", "nofollow ugc noopener noreferrer")
+        return renderer.renderToken(tokens, idx, options, env)
+
+    md.add_render_rule("link_open", link_open)
+    return md
+
+
+_PAGE_MD = _page_markdown()
+
+
+def markdown_html(text: str, *, inline: bool = False, demote: int = 0) -> str:
+    """Markdown (escaped by the functions above) as HTML for a page of our own; `inline`: no paragraph around it;
+    `demote`: headings that many levels lower (a quoted text's `#` must not read as the page's own title)."""
+    if inline:
+        return _PAGE_MD.renderInline(text)
+    tokens = _PAGE_MD.parse(text)
+    for token in tokens:
+        if demote and token.type in ("heading_open", "heading_close"):
+            token.tag = f"h{min(6, int(token.tag[1]) + demote)}"
+    return _PAGE_MD.renderer.render(tokens, _PAGE_MD.options, {})

@@ -4,27 +4,27 @@ cost against the proven optimum when known.
 
 It is built as data, never by parsing anyone's text as markup: the chart is the app's own scene drawn by the SVG
 output (viewer/chart_svg.py), the facts are cleaned, cut to fit and escaped by that output's `text`, and the card's
-SVG is rasterised in this process by resvg (the `resvg-py` wheel: no browser, no network, no system library) with
-the bundled Liberation Sans (viewer/fonts/, SIL OFL 1.1, licence beside it) and no system font, so the same
-rollout gives the same picture on any machine. A glyph the font lacks (CJK, emoji) is left out.
+SVG is rasterised by resvg (viewer/raster.py: no browser, no network, no system library) with the bundled Liberation
+Sans and no system font, so the same rollout gives the same picture on any machine. A glyph the font lacks (CJK,
+emoji) is left out. `share_png` draws in this process; the share pages' server draws `share_svg` in its raster
+helper instead (viewer/share_routes.py), since resvg holds the GIL while it draws.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
-
-import resvg_py
 
 from viewer.chart import berth_scene, read_plan
 from viewer.chart_scene import SHIP_FILL, VIOLATION_LINE, clean
 from viewer.chart_svg import FONT, INK, MUTED, svg_element, text
+from viewer.raster import FONT_DIR, FONT_FILES, svg_png
+
+__all__ = ["CARD_H", "CARD_W", "FONT_DIR", "FONT_FILES", "CardFacts", "cost_words", "share_png",
+           "share_svg"]
 
 CARD_W, CARD_H = 1200, 630
-FONT_DIR = Path(__file__).with_name("fonts")
-FONT_FILES = [str(FONT_DIR / "LiberationSans-Regular.ttf"), str(FONT_DIR / "LiberationSans-Bold.ttf")]
 CHART_PLOT = (960, 300)         # the chart's plot area before it is scaled into the card
 CHART_TOP = 190
 PAD = 40
@@ -44,16 +44,19 @@ class CardFacts:
     feasible: bool | None
     cost: int | None
     optimal_cost: int | None
+    status: str | None = None   # said instead of feasible or not (an episode still running)
 
 
 def share_svg(task: Mapping[str, Any] | None, plan: Any, *, model: str, reward: float | None = None,
               feasible: bool | None = None, cost: int | None = None, optimal_cost: int | None = None,
-              task_id: str | None = None, tier: str | None = None, check: Any = None) -> str:
+              task_id: str | None = None, tier: str | None = None, check: Any = None,
+              status: str | None = None) -> str:
     """The share card as an SVG document (what `share_png` rasterises).
 
     `task` may be None (a task this Space does not have): the card then has the facts without a chart. Facts not
     given are taken from the task (id, tier, ships, optimum) and from checking `plan` (feasible, cost); a rollout's
     index row (`rollouts.schema.index_row`) has them all: `model`, `reward`, `feasible`, `cost`, `optimal_cost`.
+    `status` (e.g. "still running") is said in a grey pill instead of feasible or not.
     """
     view = read_plan(task, plan, check) if task is not None else None
     result = view.result if view is not None else None
@@ -64,7 +67,8 @@ def share_svg(task: Mapping[str, Any] | None, plan: Any, *, model: str, reward: 
         ships=len(task.get("ships") or []) if task is not None else None, reward=reward,
         feasible=feasible if feasible is not None else (result.feasible if result is not None else None),
         cost=cost if cost is not None else (result.cost if result is not None else None),
-        optimal_cost=optimal_cost if optimal_cost is not None else reference.get("optimal_cost"))
+        optimal_cost=optimal_cost if optimal_cost is not None else reference.get("optimal_cost"),
+        status=clean(status, 40) if status else None)
     parts = _header(facts)
     if task is not None:
         scene = berth_scene(task, plan, check=result, title="", cranes=False, size=CHART_PLOT)
@@ -81,9 +85,7 @@ def share_svg(task: Mapping[str, Any] | None, plan: Any, *, model: str, reward: 
 
 def share_png(task: Mapping[str, Any] | None, plan: Any, *, model: str, **facts: Any) -> bytes:
     """The share card as a 1200 x 630 PNG, drawn in this process (`facts`: as for `share_svg`)."""
-    svg = share_svg(task, plan, model=model, **facts)
-    return bytes(resvg_py.svg_to_bytes(svg_string=svg, font_files=FONT_FILES, skip_system_fonts=True,
-                                       font_family="Liberation Sans", sans_serif_family="Liberation Sans"))
+    return svg_png(share_svg(task, plan, model=model, **facts))
 
 
 def _fit(value: Any, size: float, width: float) -> str:
@@ -113,28 +115,28 @@ def _header(facts: CardFacts) -> list[str]:
         reward = f"reward {_number(float(facts.reward))}"
         parts.append(f'<text x="{x}" y="172" font-size="30" font-weight="bold" fill="{INK}">{text(reward)}</text>')
         x += len(reward) * 30 * 0.53 + 20   # digits run narrower than mixed text
-    if facts.feasible is not None:
-        word, colour = ("feasible", FEASIBLE) if facts.feasible else ("infeasible", VIOLATION_LINE)
+    if facts.status or facts.feasible is not None:
+        word, colour = ((facts.status, MUTED) if facts.status else
+                        ("feasible", FEASIBLE) if facts.feasible else ("infeasible", VIOLATION_LINE))
         pill = len(word) * 22 * CHAR_EM + 28
         parts.append(f'<rect x="{x:.0f}" y="145" width="{pill:.0f}" height="36" rx="18" fill="{colour}"/>'
                      f'<text x="{x + pill / 2:.0f}" y="170" font-size="22" font-weight="bold" fill="white" '
-                     f'text-anchor="middle">{word}</text>')
+                     f'text-anchor="middle">{text(word)}</text>')
         x += pill + 20
-    costs = _costs(facts)
+    costs = cost_words(facts.cost, facts.optimal_cost)
     if costs:
         parts.append(f'<text x="{x:.0f}" y="171" font-size="24" fill="{MUTED}">{text(costs)}</text>')
     return parts
 
 
-def _costs(facts: CardFacts) -> str:
-    """`cost 687 · optimum 114 (+502.6 %)`, or what of it is known."""
+def cost_words(cost: Any, optimal_cost: Any) -> str:
+    """`cost 687 · optimum 114 (+502.6 %)`, or what of it is known (the card's line, the share page's too)."""
     words = []
-    if isinstance(facts.cost, int):
-        words.append(f"cost {facts.cost:,}")
-    if isinstance(facts.optimal_cost, int):
+    if isinstance(cost, int):
+        words.append(f"cost {cost:,}")
+    if isinstance(optimal_cost, int):
         gap = ""
-        if isinstance(facts.cost, int) and facts.optimal_cost > 0:
-            gap = " (optimal)" if facts.cost == facts.optimal_cost else \
-                f" ({(facts.cost - facts.optimal_cost) / facts.optimal_cost * 100:+.1f} %)"
-        words.append(f"optimum {facts.optimal_cost:,}{gap}")
+        if isinstance(cost, int) and optimal_cost > 0:
+            gap = " (optimal)" if cost == optimal_cost else f" ({(cost - optimal_cost) / optimal_cost * 100:+.1f} %)"
+        words.append(f"optimum {optimal_cost:,}{gap}")
     return " · ".join(words)

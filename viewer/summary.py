@@ -192,22 +192,24 @@ def _first_int(*values: Any) -> int | None:
 
 # --- usage ---------------------------------------------------------------------------------------------------
 
-def usage_summary(record: Mapping[str, Any]) -> str:
-    """Model, turns, tokens, time and checks of a rollout record, plus its errors and provider switches."""
+def usage_summary(record: Mapping[str, Any], *, heading: bool = True) -> str:
+    """Model, turns, tokens, time and checks of a rollout record, plus its errors and provider switches.
+    `heading`: the first line names the model and the task (a page whose header does so already leaves it out)."""
     usage = record.get("usage") or {}
     steps = record.get("steps") or []
     checks = sum(1 for s in steps if s.get("tool") == "check_plan")
     turns = record.get("turns")
-    out_tokens = int(usage.get("output_tokens") or 0)
+    in_tokens, out_tokens = int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
     lines = [
         f"**{escape_cell(record.get('model') or 'unknown model')}** on {escape_cell(record.get('task_id') or '?')}",
         f"- {fmt_num(turns)} turns · {checks} checks · {fmt_num(record.get('seconds'), 1)} s"
         f" · ended: {escape_cell(record.get('end_reason') or '?')}",
-        f"- tokens: {int(usage.get('input_tokens') or 0):,} in / {out_tokens:,} out"
-        + (f" ({out_tokens // turns:,} out per turn)" if isinstance(turns, int) and turns > 0 else ""),
     ]
+    if in_tokens or out_tokens:  # a baseline or a person spends none: "0 in / 0 out" would only puzzle
+        lines.append(f"- tokens: {in_tokens:,} in / {out_tokens:,} out"
+                     + (f" ({out_tokens // turns:,} out per turn)" if isinstance(turns, int) and turns > 0 else ""))
     for switch in record.get("provider_switches") or []:
         lines.append(f"- provider switch: {escape_cell(shorten(str(switch), 300))}")
     for err in record.get("errors") or []:
         lines.append(f"- ❌ error: {escape_cell(shorten(str(err), 300))}")
-    return "\n".join(lines)
+    return "\n".join(lines if heading else lines[1:])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -43,7 +44,8 @@ def records(root: Path) -> list[dict]:
 def test_batch_run_writes_the_dataset_layout_resumes_and_writes_a_board(agent, tmp_path):
     out = tmp_path / "rollouts"
     first = agent("run", "--model", "baseline:greedy", "--model", "baseline:naive", "--split", "eval",
-                  "--limit", "3", "--out", str(out), "--run", "smoke", "--concurrency", "2")
+                  "--limit", "3", "--out", str(out), "--run", "smoke", "--concurrency", "2",
+                  env={"ARENA_URL": "https://arena.example.org"})
     assert first.returncode == 0, first.stderr
     saved = records(out)
     assert len(saved) == 6 and {r["run"] for r in saved} == {"smoke"}
@@ -59,6 +61,13 @@ def test_batch_run_writes_the_dataset_layout_resumes_and_writes_a_board(agent, t
     board = (out / "runs" / "smoke" / "board.md").read_text()
     assert "| baseline:greedy | 3 |" in board and "| baseline:naive | 3 |" in board
     assert board in first.stdout
+    # Each model's best rollout by its share page (ARENA_URL, as on a Space, says where the pages are served).
+    by_id = {r["episode_id"]: r for r in saved}
+    for model in ("baseline:greedy", "baseline:naive"):
+        link = re.search(rf"  {re.escape(model)}: reward .* https://arena\.example\.org/r/(\w+)$", first.stderr, re.M)
+        assert link, first.stderr
+        best = by_id[link.group(1)]
+        assert best["model"] == model and best["reward"] == max(r["reward"] for r in saved if r["model"] == model)
 
     again = agent("run", "--model", "baseline:greedy", "--model", "baseline:naive", "--split", "eval",
                   "--limit", "3", "--out", str(out), "--run", "smoke")

@@ -1,24 +1,37 @@
-"""Browse as an explorer (issue 11), in Debian's chromium, part one: a share link lands on its rollout (on a
-laptop and on a phone), a bad one says why, the list sits beside the open rollout, and search and filters live in
-the URL, back and forward included."""
+"""Browse as an explorer (issue 11), in Debian's chromium, part one: a share link's page shows its rollout at once
+and opens it in the arena (on a laptop and on a phone), a bad link says why, the list sits beside the open rollout,
+and search and filters live in the URL, back and forward included."""
 
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 from playwright.sync_api import expect
 
 from tests.browser.browse_page import PAGE_INFO, ROLLOUT_HEAD, TASK, cell, in_first_viewport
-from tests.browser.conftest import ARTIFACTS, PHONE
+from tests.browser.conftest import ARTIFACTS, DESKTOP, PHONE
 
 pytestmark = pytest.mark.browser
 
 
 def test_a_share_link_lands_on_its_rollout_and_a_bad_one_says_why(browse, new_page):
     app, record, _, _ = browse
-    page = new_page()
-    page.goto(f"{app.url}?rollout={record['episode_id']}")
+    page = new_page(PHONE)
+    # The share page (issue 20): served whole, no Gradio boot, so header and chart show at once, on a phone too.
+    started = time.perf_counter()
+    page.goto(f"{app.url}r/{record['episode_id']}")
+    expect(page.get_by_role("heading", level=1)).to_have_text("anthropic:claude-sonnet-5-5@high")
+    expect(page.locator("figure.chart svg")).to_be_visible()
+    shown_s = time.perf_counter() - started
+    assert shown_s < 5, shown_s  # about 0.2 s here; bench/page_bench.py measures it beside the Gradio link
+    assert in_first_viewport(page, ".head h1") and in_first_viewport(page, "figure.chart")
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]  # nothing wider than a phone
+    page.screenshot(path=str(ARTIFACTS / "share-page-phone.png"))
+    page.set_viewport_size(DESKTOP)
+    page.get_by_role("link", name="Open in the arena").click()  # ...and on into the app, at the same rollout
+    expect(page).to_have_url(re.compile(rf"\?tab=browse&rollout={record['episode_id']}$"))
     detail = page.locator("#rollout-detail")
     expect(detail).to_be_visible(timeout=30000)
     head = page.locator("#rollout-head")
@@ -31,7 +44,7 @@ def test_a_share_link_lands_on_its_rollout_and_a_bad_one_says_why(browse, new_pa
         assert in_first_viewport(page, selector), f"{selector} starts below the first viewport"
     expect(page).to_have_title(f"anthropic:claude-sonnet-5-5@high on {TASK} · Berth arena")
     expect(page.locator("#share-link input, #share-link textarea")).to_have_value(
-        re.compile(rf"\?tab=browse&rollout={record['episode_id']}$"))
+        re.compile(rf"^http://127\.0\.0\.1:\d+/r/{record['episode_id']}$"))
     page.locator("#copy-link").click()
     expect(page.locator("#copy-link")).to_have_text("✓ Copied")
     page.screenshot(path=str(ARTIFACTS / "browse-share-link.png"))
@@ -49,8 +62,9 @@ def test_a_share_link_lands_on_its_rollout_and_a_bad_one_says_why(browse, new_pa
     expect(detail).to_be_hidden()
     expect(page).not_to_have_url(re.compile("rollout="))
 
-    # A link that names no rollout says so (an unknown id's message is the API's: tests/viewer/test_browse_app.py).
-    page.goto(f"{app.url}?tab=browse&rollout=..%2F..%2Fetc%2Fpasswd")
+    # A link that names no rollout says so, in the old form too (an unknown id's message is the API's:
+    # tests/viewer/test_browse_app.py).
+    page.goto(f"{app.url}?rollout=..%2F..%2Fetc%2Fpasswd")
     expect(page.locator("#rollout-message")).to_contain_text("malformed", timeout=30000)
     expect(page.locator("#rollout-detail")).to_be_hidden()
 

@@ -4,9 +4,11 @@ going down, and only the deliberate endpoints being public."""
 
 from __future__ import annotations
 
+import html
 import socket
 import time
 
+import httpx
 import huggingface_hub.constants
 import pytest
 from gradio_client import Client
@@ -146,6 +148,24 @@ def test_records_open_from_every_source(world, data):
                     and r["task_id"] == data["upstream"][3]["task_id"])
     record = client.predict(upstream["episode_id"], api_name="/browse_record")
     assert record["steps"] == data["upstream"][3]["steps"] and record["browse_source"] == "upstream"
+
+
+def test_upstream_and_hub_rollouts_have_share_pages(world, data):
+    _, app, client = world
+    rows = by_id(client.predict(api_name="/browse_rollouts", page_size=500))
+    original = data["upstream"][3]
+    upstream = next(r for r in rows.values() if r["source"] == "upstream" and r["model"] == original["model"]
+                    and r["task_id"] == original["task_id"])
+    for episode_id, model in ((upstream["episode_id"], original["model"]),
+                              (data["hub_only"][0]["episode_id"], data["hub_only"][0]["model"])):
+        page = httpx.get(f"{app.url}r/{episode_id}", timeout=60)
+        assert page.status_code == 200 and "etag" in page.headers, episode_id
+        assert f"<h1><bdi>{html.escape(model)}</bdi></h1>" in page.text
+        assert f'<link rel="canonical" href="{app.url}r/{episode_id}">' in page.text
+    image = httpx.get(f"{app.url}r/{upstream['episode_id']}.png", timeout=60)
+    # A PNG whose header says 1200 x 630.
+    assert image.content[:8] == b"\x89PNG\r\n\x1a\n" and image.content[16:24] == (1200).to_bytes(4, "big") + \
+        (630).to_bytes(4, "big")
 
 
 def test_unknown_and_malformed_ids_get_a_clear_error(world):

@@ -260,7 +260,7 @@ def detail_view(section: BrowseSection, state: BrowseState, base: str | None) ->
              for r in others]
     return {section.detail: gr.Column(visible=True), section.message: note,
             section.head: detail_header(record, row), section.title: page_title(record),
-            section.share: ctx.share_link(f"tab=browse&rollout={state.rollout}", base),
+            section.share: ctx.rollout_link(state.rollout, base),
             section.export_json: gr.DownloadButton(value=str(ctx.downloads.record_json(state.rollout, record))),
             section.compare_pick: gr.Dropdown(choices=picks, value=state.compare or None,
                                               label=f"Compare A with B: {len(picks)} more rollouts of this task"),

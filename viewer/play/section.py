@@ -206,9 +206,10 @@ def submit_table(section: PlaySection, task_id: str, rows: Any, episode: dict | 
         return {section.verdict: f"⚠️ Not graded: {escape_md(result.get('error') or result)}",
                 section.episode: {"id": played.episode_id, "task_id": played.task_id}}
     link = section.ctx.share_link(f"tab=browse&rollout={played.episode_id}", base_url(request))
+    share = section.ctx.rollout_link(played.episode_id, base_url(request))
     saved = (f"⚠️ {escape_md(played.save_error)}" if played.save_error else
-             f"Saved as rollout `{played.episode_id}` · [open it in Browse]({link}) · your plan beside the proven "
-             "optimum is under the chart; **Start over** plays the task again")
+             f"Saved as rollout `{played.episode_id}` · [open it in Browse]({link}) · [share link]({share}) · your "
+             "plan beside the proven optimum is under the chart; **Start over** plays the task again")
     return {section.verdict: f"🏁 **Submitted** · reward **{fmt_num(result.get('reward'))}** · "
                              f"{_verdict_words(result)}\n\n{saved}",
             section.chart: berth_chart(task, plan, title=f"Submitted · {_verdict_words(result)}"),

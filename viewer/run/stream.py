@@ -155,7 +155,7 @@ def episode_markdown(ctx: AppContext, run: EpisodeRun, request: gr.Request | Non
             waiting = status.get("waiting") or 0
             where = ("saved locally" if not status.get("dataset")
                      else f"saved locally, {waiting} waiting to push" if waiting else "saved and pushed to the Hub")
-            share = ctx.share_link(f"tab=browse&rollout={run.episode_id}", base_url(request))
+            share = ctx.rollout_link(run.episode_id, base_url(request))
             lines.append(f"Rollout {where} · [share link]({share})")
     return "\n\n".join(lines)
 
@@ -229,7 +229,7 @@ def replay_frame(section: RunSection, record: dict, request: gr.Request | None) 
     view = LiveView(task, show_tokens=not RecordView(record).baseline)
     view.extend(record_events(record))
     episode_id = str(record.get("episode_id") or "")
-    share = ctx.share_link(f"tab=browse&rollout={episode_id}", base_url(request))
+    share = ctx.rollout_link(episode_id, base_url(request))
     return {**stored_rollout(section.panel, record, task, optimum_label=OPTIMUM_LABEL),
             section.status: view.status(),
             section.episode_info: f"Episode `{episode_id}` (finished) · [share link]({share})",

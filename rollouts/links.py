@@ -1,0 +1,50 @@
+"""Where links to the arena point: the one place that decides its public address and the shape of a rollout's link.
+
+A rollout's share link is its own page, `/r/<episode_id>`, rendered on the server (viewer/share_page.py), so a
+link crawler reads its Open Graph tags. On a Space, links are built on the Space's own `*.hf.space` host: the
+`huggingface.co/spaces/<owner>/<name>` page wraps that host in an iframe and shows crawlers the Space's card, not
+the rollout. The app's own URL keys (`?tab=browse&rollout=...`, `?episode=...`) stay links into the app.
+
+The public address is, first found: `ARENA_URL` (set it where the Space has a custom domain, or for the CLI when
+its rollouts are served elsewhere); `SPACE_HOST`, which a Space is given (a comma-separated list when a custom
+domain is set, the `*.hf.space` host first); the host derived from `SPACE_ID` (owner/name, lower-cased, `/`, `_`
+and `.` as `-`). Elsewhere there is none, and the app builds links on the address the visitor used.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from urllib.parse import quote
+
+ROLLOUT_PAGE = "/r/"
+_NOT_IN_HOST = re.compile(r"[/_.]")
+
+
+def space_url(space_id: str) -> str:
+    """The `https://<owner>-<name>.hf.space` address of a Space (the subdomain rule of the Hub's direct URLs)."""
+    return f"https://{_NOT_IN_HOST.sub('-', space_id.strip().lower())}.hf.space"
+
+
+def public_base(environ: Mapping[str, str] | None = None) -> str | None:
+    """The arena's public address without a trailing slash, or None off a Space (see the module's docstring)."""
+    env = os.environ if environ is None else environ
+    if env.get("ARENA_URL", "").strip():
+        return env["ARENA_URL"].strip().rstrip("/")
+    host = env.get("SPACE_HOST", "").split(",")[0].strip().rstrip("/")
+    if host:
+        return host if host.startswith(("http://", "https://")) else f"https://{host}"
+    if env.get("SPACE_ID", "").strip():
+        return space_url(env["SPACE_ID"])
+    return None
+
+
+def rollout_page(episode_id: str, base: str | None = None) -> str:
+    """A rollout's share page: `<base>/r/<episode_id>`, or the path alone without a base."""
+    return f"{(base or '').rstrip('/')}{ROLLOUT_PAGE}{quote(str(episode_id), safe='')}"
+
+
+def app_link(query: str, base: str | None = None) -> str:
+    """A link into the app with URL keys (`episode=...`, `tab=browse&rollout=...`)."""
+    return f"{(base or '').rstrip('/')}/?{query}"

@@ -1,0 +1,269 @@
+"""The share pages' routes, served by the app's own process beside Gradio (app.py registers them on a FastAPI app,
+then mounts Gradio at `/`, the documented way; routes registered first are matched first):
+
+- `GET /r/<episode_id>`: the rollout's page (viewer/share_page.py), for people and link crawlers alike;
+- `GET /r/<episode_id>.png`: its share image, 1200 x 630 (viewer/share_card.py), the page's og:image;
+- `GET /r/<episode_id>.json`: the record itself, the page's "Raw JSON".
+
+Every other path under `/r/` is a link to no rollout.
+
+A finished rollout never changes, so its answers carry an ETag (a hash of the record, the page's version and the
+app's) and `Cache-Control: public` with a long max-age; a request that names the ETag gets 304. A running
+episode's page and image say so and are never cached. A link that names no rollout, well-formed or not, gets one
+and the same 404 page, which does not repeat the id.
+
+The work is kept off everything Gradio needs: each request's lookup and rendering runs in a worker thread under a
+small limiter of its own (never anyio's default pool, which runs Gradio's handlers), pictures are rasterised in a
+helper process (viewer/raster.py; resvg holds the GIL while it draws), rendered pages and images are kept in small
+caches, lookups and renders are paced so that they hold this process's GIL about `RENDER_SHARE` of the time at
+most however many arrive (a record's lookup and page take 10-30 ms of Python; Gradio's handlers need the GIL too),
+and past `MAX_WAITING` requests waiting their turn the routes answer 503 at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+
+from agent import APP_VERSION
+from rollouts.archive import RolloutNotFound
+from rollouts.links import app_link, rollout_page
+from rollouts.record_view import RecordView
+from rollouts.schema import valid_episode_id
+from rollouts.sources import SourceError
+from viewer.chart import plan_steps
+from viewer.context import AppContext
+from viewer.raster import Rasteriser
+from viewer.share_card import share_svg
+from viewer.share_page import PageLinks, missing_page, optimal_cost, running_page
+from viewer.share_page import rollout_page as page_html
+
+PAGE_VERSION = "1"        # bump when the page or the image draw differently: every ETag changes with it
+FINISHED = "public, max-age=604800, immutable"   # a week: a finished rollout's answers never change
+# ...unless its task is not served yet (the tasks dataset still loading): its page, drawn without a chart, is kept an
+# hour, and the ETag changes once the task arrives.
+WITHOUT_TASK = "public, max-age=3600"
+NOT_CACHED = "no-store"
+SECURITY = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "strict-origin-when-cross-origin",
+            # No script may run on these pages, whatever a record holds; styles and the inline SVG are the page's.
+            "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
+                                       "base-uri 'none'; form-action 'none'"}
+PAGE_WORKERS = 2           # requests for pages answered at once (threads of their own, not Gradio's)
+IMAGE_WORKERS = 2          # images at once (the helper draws one at a time; the other builds its SVG)
+RENDER_SHARE = 0.3         # the share of the time lookups and renders may take, under a flood of uncached requests
+MAX_WAITING = 256          # requests waiting for a worker beyond which the routes say "busy" (503) at once
+PAGES_KEPT, IMAGES_KEPT = 64, 128
+_NAME = re.compile(r"(?P<id>.*?)(?P<kind>\.png|\.json)?")
+KINDS = {None: "page", ".png": "image", ".json": "json"}
+MEDIA = {"page": "text/html; charset=utf-8", "image": "image/png", "json": "application/json",
+         "text": "text/plain; charset=utf-8"}
+
+
+@dataclass
+class Answer:
+    """A route's answer, built in a worker thread and turned into a Response on the event loop."""
+
+    status: int
+    body: bytes
+    kind: str
+    etag: str | None = None
+    cache: str = NOT_CACHED
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def response(self, head_only: bool) -> Response:
+        headers = {**SECURITY, **self.headers, "Cache-Control": self.cache}
+        if self.etag:
+            headers["ETag"] = self.etag
+        body = b"" if head_only or self.status == 304 else self.body
+        if head_only and self.status != 304:
+            headers["Content-Length"] = str(len(self.body))
+        return Response(body, status_code=self.status, headers=headers, media_type=MEDIA[self.kind])
+
+
+class _Lru:
+    """A few answers by key, the least recently used going first; thread-safe."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: OrderedDict[Any, Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Any) -> Any:
+        with self._lock:
+            if key not in self._items:
+                return None
+            self._items.move_to_end(key)
+            return self._items[key]
+
+    def put(self, key: Any, value: Any) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+
+class _Pace:
+    """Work that may take at most `share` of the time: after each piece, the next one waits in proportion to the
+    CPU time it took (a Hub download's wait costs none). Under a flood, renders thus leave the GIL to Gradio most
+    of the time; a single request never waits."""
+
+    def __init__(self, share: float) -> None:
+        self.rest = 1 / share - 1
+        self._free_at = 0.0
+        self._lock = threading.Lock()
+
+    def run(self, work: Any, *args: Any) -> Any:
+        with self._lock:
+            wait = self._free_at - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+        started = time.thread_time()
+        try:
+            return work(*args)
+        finally:
+            spent = time.thread_time() - started
+            with self._lock:
+                self._free_at = max(self._free_at, time.monotonic()) + spent * self.rest
+
+
+class SharePages:
+    """The routes (`router`) and what they keep: caches, limiters, the raster helper (`close` stops it)."""
+
+    def __init__(self, ctx: AppContext, *, rasteriser: Rasteriser | None = None) -> None:
+        self.ctx = ctx
+        self.raster = rasteriser or Rasteriser()
+        self.pages, self.images = _Lru(PAGES_KEPT), _Lru(IMAGES_KEPT)
+        self._etags = _Lru(PAGES_KEPT)  # episode id -> (record object, etag): a record hashed once while it is kept
+        self._limits = {"page": anyio.CapacityLimiter(PAGE_WORKERS), "json": anyio.CapacityLimiter(PAGE_WORKERS),
+                        "image": anyio.CapacityLimiter(IMAGE_WORKERS)}
+        self.pace = _Pace(RENDER_SHARE)
+        self.waiting = 0   # changed on the event loop only
+        self.router = APIRouter()
+        self.router.add_api_route("/r/{name:path}", self.serve, methods=["GET", "HEAD"], include_in_schema=False)
+
+    def close(self) -> None:
+        self.raster.close()
+
+    async def serve(self, name: str, request: Request) -> Response:
+        match = _NAME.fullmatch(name)
+        kind = KINDS[match.group("kind")] if match else "page"
+        episode_id = match.group("id") if match else ""
+        head_only = request.method == "HEAD"
+        base = self.ctx.link_base(str(request.base_url))
+        if not valid_episode_id(episode_id):
+            return self.missing(base).response(head_only)
+        if self.waiting >= MAX_WAITING:
+            return Answer(503, b"The arena is busy: try again in a moment.", "text",
+                          headers={"Retry-After": "5"}).response(head_only)
+        self.waiting += 1
+        try:
+            answer = await anyio.to_thread.run_sync(self.answer, episode_id, kind, base,
+                                                    request.headers.get("if-none-match", ""),
+                                                    limiter=self._limits[kind])
+        finally:
+            self.waiting -= 1
+        return answer.response(head_only)
+
+    # -- in a worker thread ------------------------------------------------------------------------------------
+
+    def answer(self, episode_id: str, kind: str, base: str, if_none_match: str = "") -> Answer:
+        """The answer to `/r/<episode_id>` (+ `.png` or `.json`) for links built on `base`."""
+        run = self.ctx.registry.get(episode_id)
+        if run is not None and not run.finished:
+            return self.running(run, kind, base)
+        try:
+            record, row = self.pace.run(self.ctx.records.get, episode_id)
+        except RolloutNotFound:
+            return self.missing(base)
+        except SourceError:
+            return Answer(503, b"This rollout could not be read just now: try again in a moment.", "text",
+                          headers={"Retry-After": "30"})
+        task = self.ctx.task_for(str(record.get("task_id") or ""), None)
+        etag = self._etag(episode_id, record, kind, task is not None)
+        cache_control = FINISHED if task is not None or kind == "json" else WITHOUT_TASK
+        if etag in _tags(if_none_match):
+            return Answer(304, b"", kind, etag, cache_control)
+        if kind == "json":
+            body = json.dumps(record, ensure_ascii=False).encode("utf-8")
+            return Answer(200, body, kind, etag, cache_control,
+                          {"Content-Disposition": f'inline; filename="{episode_id}.json"'})
+        cache = self.images if kind == "image" else self.pages
+        key = (episode_id, base, etag)
+        body = cache.get(key)
+        if body is None:
+            body = (self._image(record, task) if kind == "image"
+                    else self.pace.run(page_html, record, row, task, self.links(episode_id, base)).encode("utf-8"))
+            cache.put(key, body)
+        return Answer(200, body, kind, etag, cache_control)
+
+    def links(self, episode_id: str, base: str, *, running: bool = False) -> PageLinks:
+        page = rollout_page(episode_id, base)
+        arena = app_link(f"episode={episode_id}" if running else f"tab=browse&rollout={episode_id}", base)
+        return PageLinks(page=page, image=f"{page}.png", arena=arena, home=f"{base}/",
+                         raw=None if running else f"{page}.json")
+
+    def missing(self, base: str) -> Answer:
+        """One answer for every link that names no rollout: the same body whatever the id was."""
+        body = self.pages.get(("missing", base))
+        if body is None:
+            body = missing_page(f"{base}/").encode("utf-8")
+            self.pages.put(("missing", base), body)
+        return Answer(404, body, "page", headers={"X-Robots-Tag": "noindex"})
+
+    def running(self, run: Any, kind: str, base: str) -> Answer:
+        """A running episode: its page as it stands (never cached), its image the latest draft, no JSON yet."""
+        if kind == "json":
+            return self.missing(base)
+        events = list(run.events)
+        task = self.ctx.task_for(run.task_id, None)
+        if kind == "page":
+            body = self.pace.run(running_page, run.model, run.task_id, events, task,
+                                 self.links(run.episode_id, base, running=True))
+            return Answer(200, body.encode("utf-8"), kind)
+        steps = plan_steps(events)
+        key = (run.episode_id, "running", len(steps))
+        body = self.images.get(key)
+        if body is None:
+            plan = steps[-1].get("plan") if steps else None
+            body = self.raster.png(self.pace.run(lambda: share_svg(task, plan, model=run.model, task_id=run.task_id,
+                                                                   status="still running")))
+            self.images.put(key, body)
+        return Answer(200, body, kind)
+
+    def _image(self, record: Mapping[str, Any], task: Mapping[str, Any] | None) -> bytes:
+        view = RecordView(record)
+        grade = view.grade
+        svg = self.pace.run(lambda: share_svg(task, view.final_plan, model=view.model or "?", task_id=view.task_id,
+                                              tier=view.task.get("difficulty"), reward=view.reward,
+                                              feasible=grade.get("feasible") if grade else None, cost=view.cost,
+                                              optimal_cost=optimal_cost(view, task),
+                                              status=None if grade else "not submitted"))
+        return self.raster.png(svg)
+
+    def _etag(self, episode_id: str, record: Mapping[str, Any], kind: str, task_known: bool) -> str:
+        kept = self._etags.get(episode_id)
+        if kept is not None and kept[0] is record:
+            digest = kept[1]
+        else:
+            text = json.dumps(record, sort_keys=True, ensure_ascii=False, default=str)
+            digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+            self._etags.put(episode_id, (record, digest))
+        marks = f"{digest}:{PAGE_VERSION}:{APP_VERSION}:{kind}:{int(task_known)}"
+        return f'"{hashlib.sha256(marks.encode()).hexdigest()[:32]}"'
+
+
+def _tags(header: str) -> set[str]:
+    """The entity tags an If-None-Match header names (weak or strong: a page compares them weakly)."""
+    return {tag.strip().removeprefix("W/") for tag in header.split(",") if tag.strip()}
