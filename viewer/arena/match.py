@@ -97,7 +97,10 @@ async def match_frames(section: ArenaSection, match: LiveMatch, request: gr.Requ
 def match_frame(section: ArenaSection, snap: Snapshot, request: gr.Request | None) -> dict:
     """The match's own lines: the verdict, the vote (shown while this visitor may vote), the link, the heads."""
     link = section.ctx.share_link(f"match={snap.match_id}", base_url(request))
-    return {section.verdict: verdict_markdown(snap), section.vote_row: gr.Row(visible=snap.ballot == "open"),
+    # Hidden names: no episode links either (they open the rollouts, which name their models), not even a
+    # previous match's left on the page.
+    unlinked = {} if snap.names_shown else {side.info: "" for side in section.sides}
+    return {**unlinked, section.verdict: verdict_markdown(snap), section.vote_row: gr.Row(visible=snap.ballot == "open"),
             section.skip: gr.Button(visible=snap.mode == "random" and not snap.names_shown),
             section.ballot: ballot_markdown(snap),
             section.link: f"Match `{snap.match_id}` · [link to this match]({link}) (watch it live, replay it later)",
