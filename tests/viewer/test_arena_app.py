@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
@@ -18,6 +19,7 @@ from rollouts.filters import Filters
 from testkit.records import make_record
 from testkit.tasks import TASK_ID
 from viewer.arena.section import attach_match
+from viewer.arena.view import Snapshot, api_view, head_markdown, verdict_markdown, votes_line
 from viewer.browse.views import board_table, with_ratings
 
 PAIR = ("baseline:greedy", "baseline:hasty")
@@ -109,6 +111,23 @@ def test_a_match_counts_as_two_runs_stops_with_its_token_and_bad_ids_are_refused
         client.predict("../../etc", api_name="/arena_match")
     with pytest.raises(Exception, match="no match 0123456789ab"):
         client.predict("0123456789ab", api_name="/arena_match")
+
+
+def test_model_names_render_inert_and_votes_show_only_once_one_has_had_a_say():
+    hostile = '<img src=x onerror="window.__xss = 1">'
+    row = {"match_id": "m1", "task_id": TASK_ID, "mode": "named", "winner": "a", "reward_a": 0.9, "reward_b": 0.5,
+           "votes": {"a": 2, "b": 0, "tie": 0, "both_bad": 1}}
+    snap = Snapshot("m1", "named", TASK_ID, (hostile, "baseline:greedy"), ("e1", "e2"), (None, None), True, row,
+                    None, True, "open")
+    for text in (head_markdown(snap, "a"), verdict_markdown(snap)):
+        assert "<img" not in text and "&lt;img src=x" in text
+    assert verdict_markdown(snap).startswith("### 🏆 A (&lt;img")  # the row's winner, the records not at hand
+    assert api_view(snap)["votes"] is None and votes_line(snap) == ""  # counts never sway a vote
+    voted = replace(snap, ballot="voted")
+    assert api_view(voted)["votes"] == row["votes"] and "a is better 2" in votes_line(voted)
+    hidden = replace(snap, mode="random", names_shown=False)
+    assert api_view(hidden)["model_a"] is None and hostile not in json.dumps(api_view(hidden))
+    assert head_markdown(hidden, "a") == "### 🏆 A · *model hidden until you vote or skip*"
 
 
 def test_a_match_link_that_names_nothing_says_so(arena):
