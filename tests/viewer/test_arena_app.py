@@ -11,6 +11,7 @@ import time
 from dataclasses import replace
 from types import SimpleNamespace
 
+import pandas as pd
 import pytest
 from gradio_client import Client
 
@@ -20,7 +21,7 @@ from testkit.records import make_record
 from testkit.tasks import TASK_ID
 from viewer.arena.section import attach_match
 from viewer.arena.view import Snapshot, api_view, head_markdown, verdict_markdown, votes_line
-from viewer.browse.views import board_table, with_ratings
+from viewer.browse.views import arena_note, board_table, with_ratings
 
 PAIR = ("baseline:greedy", "baseline:hasty")
 
@@ -148,8 +149,14 @@ def test_the_leaderboards_arena_column_is_what_the_cli_rates(arena, client, caps
         arena.ctx.store.save(make_record(seed=100 + seed, task_id=tasks[seed % 4],
                                          model=("baseline:naive", "openai:gpt-x", "vllm:y")[seed % 3],
                                          end_reason="submitted"))
+    # A model alone on its task: no battle, no rating, and the board says why.
+    arena.ctx.store.save(make_record(seed=99, task_id="dock-36A-w15x1-busy-0", model="hf:org/loner",
+                                     end_reason="submitted"))
     arena.ctx.archive.refresh_local(force=True)
     board = {line["model"]: line for line in client.predict(api_name="/browse_leaderboard")}
+    assert board["hf:org/loner"]["arena"] is None and board["hf:org/loner"]["n"] == 1
+    note = arena_note(arena.ctx.archive.ratings(Filters()), {})
+    assert "hf:org/loner: no rating: it shares no task with another model." in note
     assert agent_main(["ratings", "--dir", str(arena.root), "--json"]) == 0
     rated = {item["model"]: item for item in json.loads(capsys.readouterr().out)}
     assert rated.keys() == board.keys() and sum(item["rating"] is not None for item in rated.values()) >= 3
@@ -162,5 +169,7 @@ def test_the_leaderboards_arena_column_is_what_the_cli_rates(arena, client, caps
     table = board_table(with_ratings(archive.board(Filters()), archive.ratings(Filters())))
     shown = dict(zip(table["model"], table["arena"], strict=True))
     for model, item in rated.items():
-        assert shown[model] == (None if item["rating"] is None else round(board[model]["arena"])), model
-        assert item["rating"] is None or abs(shown[model] - item["rating"]) <= 0.55
+        if item["rating"] is None:
+            assert pd.isna(shown[model]), model  # a blank cell
+        else:
+            assert shown[model] == round(board[model]["arena"]) and abs(shown[model] - item["rating"]) <= 0.55
