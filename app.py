@@ -24,6 +24,8 @@ import uvicorn
 from fastapi import FastAPI
 
 from viewer import gradio_sessions, rollout_panel, task_picker
+from viewer.arena import api as arena_api
+from viewer.arena import section as arena
 from viewer.browse import api as browse_api
 from viewer.browse import section as browse
 from viewer.context import AppContext
@@ -41,7 +43,8 @@ ABOUT = ("Each task is one week at quay 24B or 36A of the Port of Barcelona, fro
          "arrive late, sections close, cranes break, gales stop all moves. The model reads the situation, tests "
          "drafts with `check_plan` (10 per episode) and hands in one plan with `submit_plan`, graded against a "
          "proven optimum ([PortSimEnv v1](https://fineenvs-portsimenv.hf.space), played here on an embedded "
-         "compatible server). **Run** plays a model live; **Browse** ranks, compares and shares every rollout; **Play** "
+         "compatible server). **Run** plays a model live; **Arena** races two side by side, the grader naming the "
+         "winner; **Browse** ranks, compares and shares every rollout; **Play** "
          "lets you try a task yourself, with the same tools and checks. "
          "Task data: Port de Barcelona open data portal, CC BY-SA 4.0.")
 # The page's own lines; each section brings its own (its CSS), as do the shared task picker and the rollout panel.
@@ -55,7 +58,7 @@ PAGE_CSS = """
   #header p {font-size: 0.85rem}
 }
 """
-CSS = "".join([PAGE_CSS, rollout_panel.CSS, task_picker.CSS, run.CSS, browse.CSS, play.CSS])
+CSS = "".join([PAGE_CSS, rollout_panel.CSS, task_picker.CSS, run.CSS, arena.CSS, browse.CSS, play.CSS])
 # Gradio scopes `css` to the app's content; the page margin belongs to an element around it.
 HEAD = "<style>@media (max-width: 640px) { .gradio-container .main.app {padding-left: 10px; padding-right: 10px} }</style>"
 
@@ -73,11 +76,14 @@ def build_app(ctx: AppContext | None = None) -> gr.Blocks:
         with gr.Tabs(selected="run") as tabs:
             with gr.Tab("Run", id="run"):
                 run_section = run.build_run_section(ctx)
+            with gr.Tab("Arena", id="arena", elem_id="arena"):
+                arena_section = arena.build_arena_section(ctx, tabs)
             with gr.Tab("Browse", id="browse") as browse_tab:
                 browse_section = browse.build_browse_section(ctx, tabs)
             with gr.Tab("Play", id="play", elem_id="play"):
                 play_section = play.build_play_section(ctx)
         run.wire_page_load(run_section, demo)
+        arena.wire_page_load(arena_section, demo)
         browse.wire_page_load(browse_section, demo, browse_tab)
         play.wire_page_load(play_section, demo, tabs)
         api_routes(ctx)
@@ -86,10 +92,15 @@ def build_app(ctx: AppContext | None = None) -> gr.Blocks:
 
 def api_routes(ctx: AppContext) -> None:
     """The API for scripts (gradio_client): `run` streams updates, `rollout` returns a record, `stop` stops;
+    `arena_start`, `arena_match`, `arena_vote` and `arena_stop` play, read, judge and stop a match of two models;
     Browse's rows, leaderboard and records; `play_start`, `play_check` and `play_submit` play a task by hand."""
     gr.api(bind(run_api.run, ctx), api_name="run", concurrency_limit=None)
     gr.api(bind(run_api.rollout, ctx), api_name="rollout")
     gr.api(bind(run_api.stop, ctx), api_name="stop")
+    gr.api(bind(arena_api.arena_start, ctx), api_name="arena_start", concurrency_limit=None)
+    gr.api(bind(arena_api.arena_match, ctx), api_name="arena_match", concurrency_limit=None)
+    gr.api(bind(arena_api.arena_vote, ctx), api_name="arena_vote", concurrency_limit=None)
+    gr.api(bind(arena_api.arena_stop, ctx), api_name="arena_stop")
     gr.api(bind(browse_api.browse_rollouts, ctx), api_name="browse_rollouts")
     gr.api(bind(browse_api.browse_leaderboard, ctx), api_name="browse_leaderboard")
     gr.api(bind(browse_api.browse_record, ctx), api_name="browse_record")

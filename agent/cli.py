@@ -1,7 +1,8 @@
-"""Batch runs: `python -m agent run --model SPEC ... (--task ID ... | --split eval [--limit N])`; the board and
-regrading of stored rollouts are `python -m agent board` (agent/cli_board.py) and `python -m agent regrade`
-(agent/cli_regrade.py); the tasks offered, `python -m agent tasks` (agent/cli_tasks.py). Commands that play or grade
-tasks load the tasks dataset first (TASKS_DATASET: every dock-v1 task; offline, the bundled eval tasks).
+"""Batch runs: `python -m agent run --model SPEC ... (--task ID ... | --split eval [--limit N])`; the board, the
+arena ratings and regrading of stored rollouts are `python -m agent board` (agent/cli_board.py), `python -m agent
+ratings` (agent/cli_ratings.py) and `python -m agent regrade` (agent/cli_regrade.py); the tasks offered, `python -m
+agent tasks` (agent/cli_tasks.py). Commands that play or grade tasks load the tasks dataset first (TASKS_DATASET:
+every dock-v1 task; offline, the bundled eval tasks).
 
 One thread pool per model, so a slow model never holds the workers a fast one needs. Every finished rollout goes
 through the rollout store (the dataset layout in ROLLOUT_DIR; pushed to the Hub with --dataset). A rerun resumes:
@@ -26,7 +27,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from agent import cli_board, cli_regrade, cli_sweep, cli_tasks
+from agent import cli_board, cli_ratings, cli_regrade, cli_sweep, cli_tasks
 from agent.grid import check_run_name, grid_cells, parse_shard, positive, task_ids
 from agent.limits import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, DEFAULT_WALL_CLOCK_S
 from agent.providers.registry import parse_spec, preload_and_freeze
@@ -65,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--shard", type=parse_shard, metavar="K/N",
                      help="play only the K-th of N disjoint slices of the task x model grid (e.g. 2/4)")
     cli_board.add_parser(commands)
+    cli_ratings.add_parser(commands)
     cli_regrade.add_parser(commands)
     cli_tasks.add_parser(commands)
     cli_sweep.add_parser(commands)
@@ -79,6 +81,8 @@ def main(argv: list[str] | None = None) -> int:
         return cli_tasks.main(args)
     if args.command == "board":
         return cli_board.main(args)
+    if args.command == "ratings":
+        return cli_ratings.main(args)
     if args.command == "regrade":
         return cli_regrade.main(args)
     if args.command == "sweep":

@@ -68,6 +68,11 @@ class EpisodeRun:
             self.record = record
             self._changed.notify_all()
 
+    def wait_finished(self, timeout: float | None = None) -> bool:
+        """Wait until the episode is over (its rollout saved or refused); whether it is."""
+        with self._changed:
+            return self._changed.wait_for(lambda: self.finished, timeout=timeout)
+
     def wait(self, position: int, timeout: float) -> tuple[list[dict], bool]:
         """Events after `position` (waiting up to `timeout` for the first), and whether the episode is over."""
         with self._changed:
@@ -92,28 +97,38 @@ class RunRegistry:
               **options: Any) -> EpisodeRun:
         """Start an episode in the background; `options` go to `stream_episode` (keys stay in the worker).
         `owner` may stop it; `visitor` (default: the owner) is whom the per-visitor cap counts."""
+        return self.start_group([(model, task_id, options)], owner=owner, visitor=visitor)[0]
+
+    def start_group(self, episodes: list[tuple[str, str, dict[str, Any]]], *, owner: str,
+                    visitor: str | None = None) -> list[EpisodeRun]:
+        """Start several episodes (model, task id, options) at once, all or none: they count together against
+        the caps and the visitor's rollouts per hour (an arena match is two runs), so a refusal starts nothing."""
         visitor = visitor or owner
+        count = len(episodes)
         with self._lock:
             live = [r for r in self._runs.values() if not r.finished]
             mine = sum(1 for r in live if r.visitor == visitor)
-            if mine >= self.max_per_visitor:
-                raise CapacityError(f"You already have {mine} episode{'s' * (mine != 1)} running (the limit is "
-                                    f"{self.max_per_visitor} per visitor). Stop one or wait for it to finish.")
-            if len(live) >= self.max_total:
+            if mine + count > self.max_per_visitor:
+                asked = "" if count == 1 else f"This starts {count} episodes at once, and y"
+                raise CapacityError(f"{asked or 'Y'}ou already have {mine} episode{'s' * (mine != 1)} running "
+                                    f"(the limit is {self.max_per_visitor} per visitor). Stop one or wait for it "
+                                    "to finish.")
+            if len(live) + count > self.max_total:
                 raise CapacityError(f"The arena is full: {len(live)} episodes are running. Try again in a few "
                                     "minutes.")
             if self._quota is not None:
                 try:
-                    self._quota.take(visitor)
+                    self._quota.take(visitor, count=count)
                 except QuotaExceeded as exc:
                     raise CapacityError(str(exc)) from None
-            run = EpisodeRun(new_episode_id(), model, task_id, owner, visitor)
-            self._runs[run.episode_id] = run
+            runs = [EpisodeRun(new_episode_id(), model, task_id, owner, visitor) for model, task_id, _ in episodes]
+            for run in runs:
+                self._runs[run.episode_id] = run
             self._forget_old()
-        worker = threading.Thread(target=self._play, args=(run, options), name=f"episode-{run.episode_id}",
-                                  daemon=True)
-        worker.start()
-        return run
+        for run, (_, _, options) in zip(runs, episodes, strict=True):
+            threading.Thread(target=self._play, args=(run, options), name=f"episode-{run.episode_id}",
+                             daemon=True).start()
+        return runs
 
     def running_for(self, owner: str) -> bool:
         """Whether `owner` (a page's session) has an episode still running."""

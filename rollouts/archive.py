@@ -29,6 +29,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
 from rollouts import board as boards
+from rollouts import ratings as arena_ratings
 from rollouts.convergence import convergence
 from rollouts.filters import PAGE_SIZE, Filters, order_by
 from rollouts.index.copies import COPY_ROWS
@@ -273,6 +274,18 @@ class Archive:
         where, params = self.where(filters)
         return self._remembered(self._key("board", same_tasks, filters=filters),
                                 lambda: boards.board(self.engine, where, params, same_tasks=same_tasks))
+
+    def ratings(self, filters: Filters) -> list[arena_ratings.Rating]:
+        """The arena ratings (rollouts.ratings) over the filtered rows: one query of task x model cells in the
+        engine, then the Bradley–Terry fit; remembered per filter set until the rows change, as the board is."""
+        where, params = self.where(filters)
+
+        def fit() -> list[arena_ratings.Rating]:
+            with self.engine.lock:
+                cells = self.engine.sql(arena_ratings.cells_sql(where), params).fetchnumpy()
+            return arena_ratings.ratings(cells)
+
+        return self._remembered(self._key("ratings", filters=filters), fit)
 
     def heatmap(self, filters: Filters) -> boards.Heatmap:
         """Mean reward per task and model over the filtered rows; each cell knows its best rollout."""

@@ -222,3 +222,20 @@ class MatchBook:
         if len(sound) < len(values):
             log.warning("left out %d unsound match row(s) in %s", len(values) - len(sound), rel)
         return sound
+
+
+def vote_tally(rows: list[dict]) -> dict[str, dict[str, int]]:
+    """Per model, over match rows: the matches it played and the votes on them, from its side: `for` (its side
+    preferred), `against` (the other side preferred), `tie`, `both_bad`. Shown beside the ratings, never in them."""
+    tally: dict[str, dict[str, int]] = {}
+    for row in rows:
+        votes = row["votes"]
+        for side, other in (("a", "b"), ("b", "a")):
+            counts = tally.setdefault(row[f"model_{side}"], {"matches": 0, "for": 0, "against": 0, "tie": 0,
+                                                              "both_bad": 0})
+            counts["matches"] += 1
+            counts["for"] += votes[side]
+            counts["against"] += votes[other]
+            counts["tie"] += votes["tie"]
+            counts["both_bad"] += votes["both_bad"]
+    return tally

@@ -311,6 +311,12 @@ class RolloutStore:
 
     # -- pushing ---------------------------------------------------------------------------------------------------
 
+    def notify(self, rel: str) -> None:
+        """Another file of the folder changed (`rel`, e.g. a match file, rollouts.matches): the pusher takes it
+        with the next push. A MatchBook's `on_write`."""
+        if self._pusher:
+            self._pusher.notify(rel)
+
     def status(self) -> dict:
         """{"saved", "waiting", "last_push", "last_error", "dataset"} for the UI: saved = rollouts in the folder,
         waiting = of those, not yet on the Hub."""

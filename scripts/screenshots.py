@@ -5,9 +5,10 @@
 It launches the app in this process on a temporary rollout folder (embedded berth server, no Hub), drives
 Debian's chromium through Playwright and saves, per screen and size, `<screen>-<state>-<size>.png`. The Run tab:
 idle with the task preview, mid-run (a `baseline:hasty` episode after its first check found broken ships) and
-finished; Browse: the list, a rollout opened by its share link, a compare and the leaderboard (on a folder of
-realistic rollouts from testkit); Play: a task picked, a checked draft with its violations, the submitted optimum;
-a rollout's share page, `/r/<id>` (a real `baseline:hasty` episode, played on the embedded server).
+finished; the Arena: idle, two baselines racing, the verdict and the vote (a random pair on the phone); Browse: the
+list, a rollout opened by its share link, a compare and the leaderboard (on a folder of realistic rollouts from
+testkit); Play: a task picked, a checked draft with its violations, the submitted optimum; a rollout's share page,
+`/r/<id>` (a real `baseline:hasty` episode, played on the embedded server).
 Each screen is a function below, so a new one is one more function in SCREENS.
 """
 
@@ -76,6 +77,31 @@ def browse_screens(page: Page, url: str, out: Path, size: str) -> list[Path]:
     return saved
 
 
+def arena_screens(page: Page, url: str, out: Path, size: str) -> list[Path]:
+    """The Arena: idle, both sides racing (after the hasty side's first check found broken ships), the verdict with
+    the vote. On a laptop a named match; on a phone a random pair, names hidden until the vote."""
+    saved = []
+    page.goto(f"{url}?tab=arena")
+    expect(page.locator("#arena-task input")).not_to_have_value("", timeout=30000)
+    page.wait_for_timeout(600)
+    saved.append(_shot(page, out / f"arena-idle-{size}.png"))
+    if size == "phone":
+        page.locator("#arena-random input").check()
+    else:
+        page.locator("#arena-model-a input").fill("baseline:greedy")
+        page.locator("#arena-model-b input").fill("baseline:hasty")
+    page.locator("#arena-run").click()
+    # The hasty side's first check breaks rules (a random pair may not hold it: then any first check).
+    broken = "check_plan · ❌" if size != "phone" else "check_plan"
+    expect(page.locator("#arena-a-chat, #arena-b-chat").filter(has_text=broken).first).to_be_visible(timeout=30000)
+    saved.append(_shot(page, out / f"arena-running-{size}.png"))
+    expect(page.locator("#arena-vote")).to_be_visible(timeout=60000)
+    page.wait_for_timeout(1200)  # the phone scrolls to the verdict
+    saved.append(_shot(page, out / f"arena-verdict-{size}.png"))
+    saved.append(_shot(page, out / f"arena-verdict-{size}-full.png", full=True))
+    return saved
+
+
 def play_screens(page: Page, url: str, out: Path, size: str) -> list[Path]:
     """Play: a task picked, a draft checked (ship 5 moved, so rules break), the proven optimum submitted."""
     from berth_env import load_pack
@@ -117,8 +143,9 @@ def share_screens(page: Page, url: str, out: Path, size: str) -> list[Path]:
     return [_shot(page, out / f"share-page-{size}.png")]
 
 
-SCREENS: dict[str, Callable[[Page, str, Path, str], list[Path]]] = {"run": run_screens, "browse": browse_screens,
-                                                                    "play": play_screens, "share": share_screens}
+SCREENS: dict[str, Callable[[Page, str, Path, str], list[Path]]] = {"run": run_screens, "arena": arena_screens,
+                                                                    "browse": browse_screens, "play": play_screens,
+                                                                    "share": share_screens}
 PLAYED = "dock-24B-w06x1-busy-0"
 SHOWN, RIVAL, SHARED = "shown0001", "rival0001", "shared000001"
 
@@ -161,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory() as folder:
         settings = dataclasses.replace(Settings.from_env(), rollout_dir=Path(folder), dataset=None, hub_token=None,
-                                       public_rollouts=None, baseline_pace_s=0.8)
+                                       public_rollouts=None, baseline_pace_s=2.0)
         ctx = AppContext.create(settings)
         _rollouts(ctx.store)
         demo = app_module.build_app(ctx)

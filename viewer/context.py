@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.hand_play import PlayRegistry
+from agent.match_runs import MatchRegistry
 from agent.netguard import ServerPolicy
 from agent.quota import SaveQuota
 from agent.runs import NotKept, RunRegistry
@@ -21,6 +22,7 @@ from agent.tasks import PUBLIC_SERVER, TaskChoice, embedded_catalog, task_for
 from rollouts.archive import Archive
 from rollouts.layout import default_rollout_dir
 from rollouts.links import app_link, public_base, rollout_page, space_url
+from rollouts.matches import MatchBook
 from rollouts.store import RolloutStore
 from viewer.downloads import Downloads
 from viewer.records import RecordCache
@@ -51,6 +53,8 @@ class Settings:
     # person playing or watching saves a few an hour, a script 178 in 22 s before this cap.
     max_rollouts_per_hour: int = 30
     arena_url: str | None = None  # the public address (rollouts.links.public_base: ARENA_URL, the Space's host)
+    # Arena votes one visitor may cast in any hour (0: no cap), one per match at most whatever this says.
+    max_votes_per_hour: int = 60
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -72,6 +76,7 @@ class Settings:
             custom_servers=_flag(os.environ.get("CUSTOM_SERVERS")),
             max_rollouts_per_hour=int(os.environ.get("ARENA_MAX_ROLLOUTS_PER_HOUR", "30")),
             arena_url=public_base(),
+            max_votes_per_hour=int(os.environ.get("ARENA_MAX_VOTES_PER_HOUR", "60")),
         )
 
     @property
@@ -98,6 +103,7 @@ class AppContext:
     plays: PlayRegistry
     archive: Archive
     records: RecordCache
+    matches: MatchRegistry | None = None  # the arena's matches (viewer/arena); None only in a bare test context
     tasks: TaskDataset | None = None  # loading in the background; agent.task_dataset.tasks_status() says how
     policy: ServerPolicy = field(default_factory=ServerPolicy)  # where runs and task lookups may connect
     downloads: Downloads = field(default_factory=Downloads)
@@ -118,6 +124,9 @@ class AppContext:
         registry = RunRegistry(saved_if_played(store.save), max_total=settings.max_episodes,
                                max_per_visitor=settings.max_episodes_per_visitor, journal=store.running, quota=quota)
         plays = PlayRegistry(store.save, env_url=settings.env_url, quota=quota)
+        # Match rows go where the index goes, pushed with it (the store's pusher takes every changed match file).
+        book = MatchBook(store.root, store.writer_id, on_write=store.notify)
+        matches = MatchRegistry(registry, book, votes_per_hour=settings.max_votes_per_hour)
         # Registered after the store's own exit hook, so it runs first: open hand-played episodes are saved
         # (`interrupted`) before the store pushes what waits.
         atexit.register(plays.close)
@@ -126,7 +135,7 @@ class AppContext:
                                         token=settings.hub_token)
         archive.refresh_local(force=True)
         archive.start_remote()  # the Hub sources load while the first visitor arrives
-        return cls(settings, store, registry, plays, archive, RecordCache(archive), tasks, policy)
+        return cls(settings, store, registry, plays, archive, RecordCache(archive), matches, tasks, policy)
 
     def server_url(self, choice: str, custom: str = "") -> str | None:
         """The server a run plays on: None for the embedded one. A URL a visitor typed comes back cleaned (no

@@ -16,7 +16,7 @@ from agent.providers.base import PROVIDERS, MissingKey, ModelAPI, ProviderSetup
 from agent.spec import ModelSpec, SpecError, read_spec
 
 __all__ = ["MissingKey", "check_endpoint", "make_provider", "parse_spec", "prefixes", "preload_and_freeze",
-           "provider_class", "resolve_key"]
+           "provider_class", "resolve_key", "runs_here"]
 
 
 @functools.cache
@@ -54,6 +54,18 @@ def resolve_key(spec: ModelSpec, keys: dict[str, str] | None = None) -> str | No
 def check_endpoint(spec: ModelSpec) -> None:
     """Fail before the episode starts when a provider has nowhere to send requests."""
     provider_class(spec.provider).check_endpoint(spec)
+
+
+def runs_here(text: str) -> bool:
+    """Whether this process can play `text` on its own: a valid spec whose provider needs no key or finds its key
+    in the environment, and has somewhere to send requests (what an arena's random pair is drawn from)."""
+    try:
+        spec = parse_spec(text)
+        resolve_key(spec, {})
+        check_endpoint(spec)
+    except (SpecError, MissingKey):
+        return False
+    return True
 
 
 def make_provider(spec: ModelSpec, *, key: str | None, system: str, tools: list[dict], max_tokens: int,

@@ -229,6 +229,7 @@ def test_only_the_deliberate_endpoints_are_public(world):
     names = set(api["named_endpoints"])
     browse = {"/browse_rollouts", "/browse_leaderboard", "/browse_record"}
     assert browse <= names
-    # The Run tab's and the Play tab's, nothing else.
-    assert names - browse <= {"/run", "/rollout", "/stop", "/play_start", "/play_check", "/play_submit"}
+    # The Run tab's, the Arena's and the Play tab's, nothing else.
+    assert names - browse <= {"/run", "/rollout", "/stop", "/arena_start", "/arena_match", "/arena_vote",
+                              "/arena_stop", "/play_start", "/play_check", "/play_submit"}
     assert not api["unnamed_endpoints"]

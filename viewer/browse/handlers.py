@@ -14,13 +14,15 @@ import gradio as gr
 
 from rollouts.archive import RolloutNotFound
 from rollouts.board_text import price_note
-from rollouts.filters import BY_NAME, FILTERS, PAGE_SIZE
+from rollouts.filters import BY_NAME, FILTERS, PAGE_SIZE, Filters
+from rollouts.matches import vote_tally
 from rollouts.record_view import RecordView
 from rollouts.sources import SourceError
 from viewer.browse.components import BrowseSection
 from viewer.browse.filter_form import read_form, show_filters
 from viewer.browse.state import VIEWS, BrowseState, state_from_query
 from viewer.browse.views import (
+    arena_note,
     board_table,
     compare_header,
     detail_header,
@@ -29,6 +31,7 @@ from viewer.browse.views import (
     page_title,
     plan_diff,
     status_markdown,
+    with_ratings,
 )
 from viewer.chart import berth_chart, moved_ships
 from viewer.convergence import convergence_figure
@@ -122,9 +125,16 @@ def open_cell(section: BrowseSection, state: BrowseState, cells: dict, evt: gr.S
 
 
 def same_tasks_changed(section: BrowseSection, state: BrowseState, same: bool) -> dict:
-    lines = section.ctx.archive.board(state.filters, same_tasks=bool(same))
+    lines = rated_board(section, state.filters, same_tasks=bool(same))
     return {section.board: board_table(lines), section.board_models: [line["model"] for line in lines],
             section.state: state.with_(same_tasks=bool(same))}
+
+
+def rated_board(section: BrowseSection, filters: Filters, *, same_tasks: bool = False) -> list[dict]:
+    """The board's lines with the arena columns, both over the rows the filters let through (the ratings use every
+    task two models both played, whatever `same_tasks` says)."""
+    archive = section.ctx.archive
+    return with_ratings(archive.board(filters, same_tasks=same_tasks), archive.ratings(filters))
 
 
 def view_selected(section: BrowseSection, state: BrowseState, evt: gr.SelectData) -> dict:
@@ -269,11 +279,13 @@ def detail_view(section: BrowseSection, state: BrowseState, base: str | None) ->
 
 def board_view(section: BrowseSection, state: BrowseState) -> dict:
     archive, filters = section.ctx.archive, state.filters
-    lines = archive.board(filters, same_tasks=state.same_tasks)
+    lines = rated_board(section, filters, same_tasks=state.same_tasks)
     heat = archive.heatmap(filters)
     cells = {f"{i},{j + 2}": episode for i, row in enumerate(heat.best) for j, episode in enumerate(row) if episode}
+    matches = section.ctx.matches
+    note = arena_note(archive.ratings(filters), vote_tally(matches.book.rows()) if matches else {})
     return {section.board: board_table(lines), section.board_models: [line["model"] for line in lines],
-            section.board_note: BOARD_NOTE + escape_cell(price_note()),
+            section.board_note: BOARD_NOTE + escape_cell(price_note()) + "  \n" + note,
             section.convergence: convergence_figure(curves=archive.convergence(filters)),
             section.heatmap: gr.Dataframe(heatmap_table(heat), column_widths=["84px", "230px",
                                                                               *["150px"] * len(heat.models)]),

@@ -42,7 +42,7 @@ CSS = """
 """
 # Fixed widths: with a rollout open beside it, the list scrolls sideways rather than squeezing the task ids.
 LIST_WIDTHS = ["240px", "226px", "90px", "72px", "150px", "156px"]  # a task, a tier and a time in full; most models
-BOARD_WIDTHS = ["280px", "56px", "112px", "120px", *["86px"] * len(TIERS), "116px", "100px", "100px", "96px",
+BOARD_WIDTHS = ["280px", "56px", "112px", "120px", "72px", "128px", "108px", *["86px"] * len(TIERS), "116px", "100px", "100px", "96px",
                 "150px", "126px", "110px", "100px", "96px"]
 # Short enough that the header, the chart and the top of the transcript share the first screen beside the list.
 DETAIL_CHART = {"height": 330, "cranes": False}

@@ -15,6 +15,7 @@ import pyarrow as pa
 from berth_env import PlanError, check, parse_plan
 from rollouts.archive import SourceStatus
 from rollouts.board import Heatmap
+from rollouts.ratings import Rating
 from rollouts.schema import TIERS
 from viewer.markdown import escape_cell, fmt_num
 
@@ -29,9 +30,12 @@ MORE_COLUMNS = {
     "optimal_cost": "optimum", "turns": "turns", "checks": "checks", "tokens": "tokens", "seconds": "seconds",
     "run": "run", "source": "source",
 }
-# The leaderboard as shown: (header, rollouts.board column, digits; None for text). Numbers stay numbers, so the
-# table's own header menu sorts them by value.
-BOARD_COLUMNS = [("model", "model", None), ("n", "n", 0), ("mean reward", "mean_reward", 3), ("95% CI", None, None),
+# The leaderboard as shown: (header, column of the board's lines, digits; None for text). A pair of columns is an
+# interval, shown as text. Numbers stay numbers, so the table's own header menu sorts them by value. The arena
+# columns come from rollouts.ratings, joined to the board's lines by `with_ratings`.
+BOARD_COLUMNS = [("model", "model", None), ("n", "n", 0), ("mean reward", "mean_reward", 3),
+                 ("95% CI", ("ci_low", "ci_high"), 3), ("arena", "arena", 0),
+                 ("arena 95% CI", ("arena_low", "arena_high"), 0), ("arena rank", "arena_rank", 0),
                  *[(tier, f"mean_{tier}", 3) for tier in TIERS],
                  ("beat naive %", "beat_naive_pct", 0), ("feasible %", "feasible_pct", 0),
                  ("optimal %", "optimal_pct", 0), ("no submit", "no_submit", 0),
@@ -39,7 +43,9 @@ BOARD_COLUMNS = [("model", "model", None), ("n", "n", 0), ("mean reward", "mean_
                  ("$ / episode", "usd_per_episode", 4), ("reward / $", "reward_per_usd", 1),
                  ("median s", "median_seconds", 0)]
 BOARD_HEADERS = [header for header, _, _ in BOARD_COLUMNS]
-BOARD_TYPES = ["str" if digits is None else "number" for _, _, digits in BOARD_COLUMNS]
+BOARD_TYPES = ["str" if digits is None or isinstance(column, tuple) else "number"
+               for _, column, digits in BOARD_COLUMNS]
+ARENA_COLUMNS = {"arena": "rating", "arena_low": "ci_low", "arena_high": "ci_high", "arena_rank": "rank"}
 
 
 def _missing(value: Any) -> bool:
@@ -79,15 +85,39 @@ def board_table(lines: list[dict]) -> pd.DataFrame:
     for row in lines:
         cells = []
         for _, column, digits in BOARD_COLUMNS:
-            if column is None:
-                cells.append(f"{_fixed(row['ci_low'])}–{_fixed(row['ci_high'])}")
+            if isinstance(column, tuple):
+                low, high = (row.get(c) for c in column)
+                cells.append("" if _missing(low) else f"{_fixed(low, digits)}–{_fixed(high, digits)}")
             elif digits is None:
                 cells.append(str(row[column]))
             else:
                 value = row.get(column)
-                cells.append(None if _missing(value) else round(float(value), digits) if digits else int(value))
+                cells.append(None if _missing(value) else round(float(value), digits or None))
         out.append(cells)
     return pd.DataFrame(out, columns=BOARD_HEADERS)
+
+
+def with_ratings(lines: list[dict], rated: list[Rating]) -> list[dict]:
+    """The board's lines with each model's arena rating (ARENA_COLUMNS; None where it has none)."""
+    by_model = {r.model: r for r in rated}
+    return [{**line, **{column: getattr(by_model[line["model"]], field) if line["model"] in by_model else None
+                        for column, field in ARENA_COLUMNS.items()}} for line in lines]
+
+
+def arena_note(rated: list[Rating], tally: dict[str, dict[str, int]]) -> str:
+    """Under the board: how the arena column is made, which models it cannot rate and why, and the visitors' votes
+    beside it (never in it)."""
+    parts = ["**arena**: a Bradley–Terry rating from every task two models both played (the higher mean reward "
+             "on the task wins, equal means tie), 1000 = baseline:naive, with a 95% interval over 100 resamples of "
+             "the tasks; its rank counts only the models whose interval lies wholly above."]
+    parts += [f"{escape_cell(r.model)}: {escape_cell(r.note)}." for r in rated if r.rating is None and r.note]
+    if tally:
+        votes = " · ".join(f"{escape_cell(model)}: {t['for']} for, {t['against']} against, {t['tie']} tie, "
+                           f"{t['both_bad']} both bad ({t['matches']} matches)"
+                           for model, t in sorted(tally.items(), key=lambda item: -item[1]["matches"]))
+        parts.append(f"Votes in arena matches (every match of this Space, shown beside the rating, never in it): "
+                     f"{votes}.")
+    return "  \n".join(parts)
 
 
 def heatmap_table(heatmap: Heatmap) -> Any:

@@ -27,6 +27,7 @@ from rollouts.schema import valid_episode_id
 from viewer.chart import preview_chart
 from viewer.context import SERVER_CHOICES, AppContext
 from viewer.markdown import escape_md
+from viewer.models import DEFAULT_MODEL, MODEL_INFO, PRESETS, build_key_fields
 from viewer.rollout_panel import build_rollout_panel, draft
 from viewer.run.components import RunSection
 from viewer.run.stream import FormError, page_frames, replay_frame, start_episode
@@ -37,18 +38,6 @@ from viewer.wiring import bind, in_worker, unchanged
 
 log = logging.getLogger(__name__)
 
-PRESETS = [
-    "baseline:hasty",
-    "baseline:greedy",
-    "baseline:naive",
-    "openai:gpt-6.1-sol",
-    "anthropic:claude-sonnet-5-5",
-    "hf:zai-org/GLM-5.3-Flash:baseten",
-    "hf:Qwen/Qwen3.8-2.4T-A95B:together",
-    "hf:zai-org/GLM-5.3:together",
-    "hf:Qwen/Qwen3.8-27B:cerebras|ovhcloud",
-]
-DEFAULT_MODEL = "baseline:hasty"
 DEFAULT_TASK = "dock-24B-w06x1-standard-0"
 IDLE_STATUS = "Pick a model and a task, then **Run**."
 CSS = """
@@ -82,8 +71,8 @@ def build_run_section(ctx: AppContext) -> RunSection:
 
 
 def _build_form(ctx: AppContext, default: str) -> dict[str, Any]:
-    model = gr.Dropdown(PRESETS, value=DEFAULT_MODEL, allow_custom_value=True, label="Model",
-                        info="provider:model[@effort] · baselines need no key", elem_id="model")
+    model = gr.Dropdown(PRESETS, value=DEFAULT_MODEL, allow_custom_value=True, label="Model", info=MODEL_INFO,
+                        elem_id="model")
     model_note = gr.Markdown(visible=False, elem_id="model-note")
     picker = build_task_picker(ctx, default=default)
     with gr.Row(elem_id="run-buttons"):
@@ -102,12 +91,7 @@ def _build_form(ctx: AppContext, default: str) -> dict[str, Any]:
             max_tokens = gr.Number(DEFAULT_MAX_TOKENS, precision=0, minimum=256, maximum=200000, label="Max tokens per turn",
                                    elem_id="max-tokens")
     with gr.Accordion("API keys: used for this run only, never stored", open=False, elem_id="keys") as keys:
-        key_fields = {
-            "anthropic": gr.Textbox(type="password", label="Anthropic API key", elem_id="key-anthropic"),
-            "openai": gr.Textbox(type="password", label="OpenAI API key", elem_id="key-openai"),
-            "hf": gr.Textbox(type="password", label="Hugging Face token (hf:)", elem_id="key-hf"),
-            "vllm": gr.Textbox(type="password", label="vLLM server key (vllm:)", elem_id="key-vllm"),
-        }
+        key_fields = build_key_fields()
         if ctx.settings.space_id:
             gr.LoginButton("Sign in with Hugging Face to use your own token for hf: models")
     return dict(model=model, model_note=model_note, picker=picker, task=picker.task, run_button=run_button,

@@ -1,9 +1,11 @@
 """Starting an episode from the Run form or the API, and turning its events into what the page or a script sees.
 
-`start_episode` checks the request and starts the episode in the background (agent.runs), or raises `FormError`
-naming the field to fix. `page_frames` follows an episode and yields the Run section's display as dicts keyed by
-component; `api_updates` yields small JSON updates for `gradio_client`. Episodes run in their own workers, so a
-closed tab or client never ends one.
+`check_request` is every check a run request gets (one model, or an arena match's two on one task), raising
+`FormError` naming the field to fix; `start_episode` checks and starts one episode in the background (agent.runs).
+`EpisodeFrames` follows an episode and builds its display, frame by frame, as dicts keyed by the components of one
+`EpisodeSlots` (the Run section's, or one side of an arena match); `page_frames` yields them for one episode;
+`api_updates` yields small JSON updates for `gradio_client`. Episodes run in their own workers, so a closed tab or
+client never ends one.
 """
 
 from __future__ import annotations
@@ -26,8 +28,7 @@ from viewer.chart import preview_chart
 from viewer.context import AppContext
 from viewer.live import LiveView
 from viewer.replay import record_events
-from viewer.rollout_panel import draft, draft_slider, shown_optimum, stored_rollout
-from viewer.run.components import RunSection
+from viewer.rollout_panel import RolloutPanel, draft, draft_slider, shown_optimum, stored_rollout
 from viewer.summary import grade_panel
 from viewer.visitors import visitor_of
 from viewer.wiring import base_url, in_worker
@@ -51,7 +52,8 @@ def excerpt(text: str, limit: int = 60) -> str:
 
 
 class FormError(ValueError):
-    """A run request that cannot start; `field` is the form field to fix (`model`, `task`, `server`, `limits`).
+    """A run request that cannot start; `field` is the form field to fix (`model`, `task`, `server`, `limits`,
+    `capacity`; an arena match's `model_a` or `model_b`).
 
     The message is plain text; the page escapes it.
     """
@@ -68,37 +70,57 @@ class Started:
     server_url: str | None
 
 
+@dataclass
+class Checked:
+    """A run request that passed every check: what to start."""
+
+    models: list[str]  # the specs as given, trimmed
+    task_id: str
+    task: dict | None
+    server_url: str | None
+    keys: dict[str, str]  # typed keys, for this run only (empty ones left out)
+    max_turns: int
+    max_tokens: int
+
+    def options(self, ctx: AppContext) -> dict[str, Any]:
+        """What RunRegistry.start passes on to the loop for each episode."""
+        return dict(env_url=self.server_url, max_turns=self.max_turns, max_tokens=self.max_tokens, keys=self.keys,
+                    source="space", baseline_pace_s=ctx.settings.baseline_pace_s, server_policy=ctx.policy)
+
+
 def start_episode(ctx: AppContext, model: str, task_id: str, turns: Any, tokens: Any, server_choice: str,
                   url: str, keys: dict[str, str], owner: str, visitor: str | None = None) -> Started:
-    """Check the request, then start the episode in the background; every problem is a FormError. `owner` may
-    stop it; `visitor` (viewer.visitors) is whom the per-visitor cap counts.
+    """Check the request (`check_request`), then start the episode in the background; every problem is a
+    FormError. `owner` may stop it; `visitor` (viewer.visitors) is whom the per-visitor cap counts. Blocking (it may
+    resolve the server's name): call it from a worker thread."""
+    checked = check_request(ctx, {"model": model}, task_id, turns, tokens, server_choice, url, keys)
+    try:
+        run = ctx.registry.start(checked.models[0], checked.task_id, owner=owner, visitor=visitor,
+                                 **checked.options(ctx))
+    except CapacityError as exc:
+        raise FormError("capacity", str(exc)) from None
+    return Started(run, checked.task, checked.server_url)
+
+
+def check_request(ctx: AppContext, models: dict[str, Any], task_id: Any, turns: Any, tokens: Any,
+                  server_choice: Any, url: Any, keys: dict[str, Any]) -> Checked:
+    """Every check a run request gets, for one model or several on one task (`models`: form field -> spec, so an
+    error names the field to fix); FormError otherwise.
 
     Every check happens here, whichever door the request came through (the form, the API, a raw call of a
-    handler), and before anything starts: a request refused here leaves no rollout. Each field first meets the one
-    size limit on what a visitor sends (agent.limits.check_input), then its own rules. Blocking (it may resolve the
-    server's name): call it from a worker thread.
+    handler, the arena), and before anything starts: a request refused here leaves no rollout. Each field first
+    meets the one size limit on what a visitor sends (agent.limits.check_input), then its own rules.
     """
-    _check_sizes({"model": ("the model spec", model), "task": ("the task id", task_id),
-                  "limits": ("the limits", [turns, tokens]), "server": ("the server", [server_choice, url]),
-                  "keys": ("the API keys", keys)})
-    model = model.strip() if isinstance(model, str) else ""
+    _check_sizes({**{field: ("the model spec", model) for field, model in models.items()},
+                  "task": ("the task id", task_id), "limits": ("the limits", [turns, tokens]),
+                  "server": ("the server", [server_choice, url]), "keys": ("the API keys", keys)})
     task_id = task_id.strip() if isinstance(task_id, str) else ""
     if not task_id:
         raise FormError("task", "Pick a task first.")
     if not valid_task_id(task_id):
         raise FormError("task", f"Task id {excerpt(task_id)} must be 1-128 letters, digits, '.', '-' or '_'.")
     keys = _checked_keys(keys)
-    try:
-        spec = parse_spec(model)
-        resolve_key(spec, keys)
-        check_endpoint(spec)
-    except MissingKey:
-        field = KEY_FIELDS.get(spec.provider, "API key")
-        variable = provider_class(spec.provider).key_env
-        raise FormError("model", f"{excerpt(model)} needs an {field}: paste one under API keys below (used for "
-                                 f"this run only), or set {variable} on the Space.", needs_key=True) from None
-    except SpecError as exc:
-        raise FormError("model", str(exc)) from None
+    specs = [_checked_spec(field, model, keys) for field, model in models.items()]
     try:
         server_url = ctx.server_url(server_choice if isinstance(server_choice, str) else "",
                                     url if isinstance(url, str) else "")
@@ -114,14 +136,24 @@ def start_episode(ctx: AppContext, model: str, task_id: str, turns: Any, tokens:
             raise ValueError
     except (TypeError, ValueError):
         raise FormError("limits", "Max turns must be 1-60 and max tokens 256-200000.") from None
+    return Checked(specs, task_id, task, server_url, {k: v for k, v in keys.items() if v}, max_turns, max_tokens)
+
+
+def _checked_spec(field: str, model: Any, keys: dict[str, str]) -> str:
+    """The spec, trimmed, once it parses, has its key (typed or the Space's) and somewhere to send requests."""
+    model = model.strip() if isinstance(model, str) else ""
     try:
-        run = ctx.registry.start(model, task_id, owner=owner, visitor=visitor, env_url=server_url, max_turns=max_turns,
-                                 max_tokens=max_tokens, keys={k: v for k, v in keys.items() if v},
-                                 source="space", baseline_pace_s=ctx.settings.baseline_pace_s,
-                                 server_policy=ctx.policy)
-    except CapacityError as exc:
-        raise FormError("capacity", str(exc)) from None
-    return Started(run, task, server_url)
+        spec = parse_spec(model)
+        resolve_key(spec, keys)
+        check_endpoint(spec)
+    except MissingKey:
+        key_field = KEY_FIELDS.get(spec.provider, "API key")
+        variable = provider_class(spec.provider).key_env
+        raise FormError(field, f"{excerpt(model)} needs an {key_field}: paste one under API keys below (used for "
+                               f"this run only), or set {variable} on the Space.", needs_key=True) from None
+    except SpecError as exc:
+        raise FormError(field, str(exc)) from None
+    return model
 
 
 def _check_sizes(fields: dict[str, tuple[str, Any]]) -> None:
@@ -129,7 +161,8 @@ def _check_sizes(fields: dict[str, tuple[str, Any]]) -> None:
         try:
             check_input(value, what)
         except InputTooLarge as exc:
-            raise FormError("model" if field == "keys" else field, str(exc), needs_key=field == "keys") from None
+            first_model = next((f for f in fields if f.startswith("model")), "model")
+            raise FormError(first_model if field == "keys" else field, str(exc), needs_key=field == "keys") from None
 
 
 def _checked_keys(keys: dict[str, Any]) -> dict[str, str]:
@@ -163,78 +196,152 @@ def episode_markdown(ctx: AppContext, run: EpisodeRun, request: gr.Request | Non
 OPTIMUM_LABEL = "the model's last plan"
 
 
-async def page_frames(section: RunSection, run: EpisodeRun, task: dict | None, request: gr.Request | None, *,
-                      can_stop: bool = False) -> AsyncIterator[dict]:
-    """The Run section's display of one episode, from its first event to its grade. `can_stop`: this page started
-    it, so its state keeps the stop token (a page that only watches never gets one).
+@dataclass
+class EpisodeSlots:
+    """Where one episode shows: a rollout panel and the lines around it. The Run section is one (it has these
+    names); each side of an arena match is another, without the task preview, and without the episode's links
+    while its model's name is hidden."""
 
-    Frames are built in a worker thread: charts and the chat are CPU work, and on the event loop they would hold up
+    ctx: AppContext
+    panel: RolloutPanel
+    status: Any
+    episode_info: Any = None  # the episode's id and links; None: not shown
+    episode: Any = None  # a gr.State of {"id", "task_id", "server", "stop_token"}; None: not kept
+    preview: Any = None  # the task preview, hidden once an episode shows; None: there is none
+    live: Any = None  # the episode's column, shown once an episode shows
+
+
+class EpisodeFrames:
+    """One episode's display, frame by frame, into one set of slots: `first()`, then `await next()` until
+    `finished` (a frame when one is due, else None). `masked`: the model's name never reaches the page (an arena
+    match in random mode), nor its token counts, which would tell a baseline from a model.
+
+    Frames are built in worker threads: charts and the chat are CPU work, and on the event loop they would hold up
     every other visitor's page (a watcher's link would sit "in queue" while a long reasoning stream renders)."""
-    yield await in_worker(first_frame, section, run, task, request, can_stop)
-    view = LiveView(task, show_tokens=not run.model.startswith("baseline:"))
-    position, last_frame, dirty = 0, 0.0, False
-    while True:
-        batch, finished = run.wait(position, 0)
-        position += len(batch)
+
+    def __init__(self, slots: Any, run: EpisodeRun, task: dict | None, request: gr.Request | None, *,
+                 can_stop: bool = False, masked: bool = False) -> None:
+        self.slots, self.run, self.task, self.request = slots, run, task, request
+        self.can_stop, self.masked = can_stop, masked
+        self.view = LiveView(task, show_tokens=not masked and not run.model.startswith("baseline:"))
+        self.position, self.last_frame, self.dirty, self.finished = 0, 0.0, False, False
+
+    def first(self) -> dict:
+        return first_frame(self.slots, self.run, self.task, self.request, self.can_stop)
+
+    async def next(self) -> dict | None:
+        batch, finished = self.run.wait(self.position, 0)
+        self.position += len(batch)
         if batch:
-            await in_worker(view.extend, batch)
-        dirty = dirty or bool(batch)
+            await in_worker(self.view.extend, masked_events(batch) if self.masked else batch)
+        self.dirty = self.dirty or bool(batch)
         now = time.monotonic()
-        if finished or (dirty and now - last_frame >= FRAME_S) or now - last_frame >= IDLE_TICK_S:
-            last_frame, dirty = now, False
-            yield await in_worker(live_frame, section, view, task, run, request, final=finished)
-            if finished:
-                return
-        await asyncio.sleep(FRAME_S / 2)
+        if finished or (self.dirty and now - self.last_frame >= FRAME_S) or now - self.last_frame >= IDLE_TICK_S:
+            self.last_frame, self.dirty, self.finished = now, False, finished
+            return await in_worker(live_frame, self.slots, self.view, self.task, self.run, self.request,
+                                   final=finished)
+        return None
 
 
-def first_frame(section: RunSection, run: EpisodeRun, task: dict | None, request: gr.Request | None,
+def masked_events(events: list[dict]) -> list[dict]:
+    """The events without the model's name (the episode's start and its record name it)."""
+    out = []
+    for event in events:
+        if event.get("type") == "episode_started":
+            event = {**event, "model": ""}
+        elif event.get("type") == "episode_finished" and isinstance(event.get("record"), dict):
+            event = {**event, "record": masked_record(event["record"])}
+        out.append(event)
+    return out
+
+
+def masked_record(record: dict) -> dict:
+    return {**record, "model": ""}
+
+
+async def page_frames(slots: Any, run: EpisodeRun, task: dict | None, request: gr.Request | None, *,
+                      can_stop: bool = False) -> AsyncIterator[dict]:
+    """The display of one episode (the Run section's, or any EpisodeSlots), from its first event to its grade.
+    `can_stop`: this page started it, so its state keeps the stop token (a page that only watches never gets one)."""
+    frames = EpisodeFrames(slots, run, task, request, can_stop=can_stop)
+    yield await in_worker(frames.first)
+    while not frames.finished:
+        frame = await frames.next()
+        if frame is not None:
+            yield frame
+        if not frames.finished:
+            await asyncio.sleep(FRAME_S / 2)
+
+
+def first_frame(slots: Any, run: EpisodeRun, task: dict | None, request: gr.Request | None,
                 can_stop: bool) -> dict:
-    panel = section.panel
-    return {panel.chat: [], section.status: "starting…",
-            panel.chart: preview_chart(task) if task else None, panel.plan_step: gr.Slider(visible=False),
-            panel.steps: [], panel.grade: "", panel.optimal: gr.Plot(visible=False),
-            section.episode_info: episode_markdown(section.ctx, run, request),
-            section.episode: {"id": run.episode_id, "task_id": run.task_id, "server": None,
-                              "stop_token": stop_token(run.episode_id) if can_stop else None},
-            section.preview: gr.Column(visible=False), section.live: gr.Column(visible=True)}
+    panel = slots.panel
+    frame = {panel.chat: [], slots.status: "starting…", panel.chart: preview_chart(task) if task else None,
+             **_episode_shown(slots)}
+    for part, empty in ((panel.plan_step, gr.Slider(visible=False)), (panel.steps, []), (panel.grade, ""),
+                        (panel.optimal, gr.Plot(visible=False))):
+        if part is not None:  # a panel built without some parts (rollout_panel.PARTS)
+            frame[part] = empty
+    if slots.episode_info is not None:
+        frame[slots.episode_info] = episode_markdown(slots.ctx, run, request)
+    if slots.episode is not None:
+        frame[slots.episode] = {"id": run.episode_id, "task_id": run.task_id, "server": None,
+                                "stop_token": stop_token(run.episode_id) if can_stop else None}
+    return frame
 
 
-def live_frame(section: RunSection, view: LiveView, task: dict | None, run: EpisodeRun,
+def _episode_shown(slots: Any) -> dict:
+    """The episode's column shown and the task preview hidden (when the slots have them)."""
+    shown = {}
+    if slots.preview is not None:
+        shown[slots.preview] = gr.Column(visible=False)
+    if slots.live is not None:
+        shown[slots.live] = gr.Column(visible=True)
+    return shown
+
+
+def live_frame(slots: Any, view: LiveView, task: dict | None, run: EpisodeRun,
                request: gr.Request | None, *, final: bool) -> dict:
-    panel = section.panel
+    panel = slots.panel
     # Every frame shows the episode, not only the first: two frames yielded in a blink (a finished episode opened by
     # its link) sometimes reach the page as one, and the first one's switch from the preview was lost with it.
-    frame: dict = {panel.chat: view.messages, section.status: view.status(),
-                   section.preview: gr.Column(visible=False), section.live: gr.Column(visible=True)}
+    frame: dict = {panel.chat: view.messages, slots.status: view.status(), **_episode_shown(slots)}
     # The last frame draws the last plan again: the page must end on the submitted plan even if a busy browser
     # lost or reordered an earlier chart (seen once on a loaded machine: the chart stayed on the previous draft).
     if view.new_plan or (final and view.steps):
         view.new_plan = False
         count = len(view.steps)
-        frame.update({panel.chart: draft(panel, task, view.steps, count), panel.plan_step: draft_slider(panel, count),
-                      panel.steps: list(view.steps)})
+        frame[panel.chart] = draft(panel, task, view.steps, count)
+        if panel.plan_step is not None:
+            frame.update({panel.plan_step: draft_slider(panel, count), panel.steps: list(view.steps)})
     if final:
         record = view.record or run.record or {}
-        frame.update({panel.grade: grade_panel(record, task),
-                      panel.optimal: shown_optimum(RecordView(record), task, OPTIMUM_LABEL),
-                      section.episode_info: episode_markdown(section.ctx, run, request)})
+        if panel.grade is not None:
+            frame[panel.grade] = grade_panel(record, task)
+        if panel.optimal is not None:
+            frame[panel.optimal] = shown_optimum(RecordView(record), task, OPTIMUM_LABEL)
+        if slots.episode_info is not None:
+            frame[slots.episode_info] = episode_markdown(slots.ctx, run, request)
     return frame
 
 
-def replay_frame(section: RunSection, record: dict, request: gr.Request | None) -> dict:
-    """The Run section's display of a finished, stored episode (a watch link opened after it ended)."""
-    ctx = section.ctx
+def replay_frame(slots: Any, record: dict, request: gr.Request | None, *, masked: bool = False) -> dict:
+    """The display of a finished, stored episode (a watch link opened after it ended, an arena match replayed);
+    `masked` as for EpisodeFrames."""
+    ctx = slots.ctx
     task = ctx.task_for(str(record.get("task_id") or ""), None)
-    view = LiveView(task, show_tokens=not RecordView(record).baseline)
+    view = LiveView(task, show_tokens=not masked and not RecordView(record).baseline)
     view.extend(record_events(record))
     episode_id = str(record.get("episode_id") or "")
-    share = ctx.rollout_link(episode_id, base_url(request))
-    return {**stored_rollout(section.panel, record, task, optimum_label=OPTIMUM_LABEL),
-            section.status: view.status(),
-            section.episode_info: f"Episode `{episode_id}` (finished) · [share link]({share})",
-            section.episode: {"id": episode_id, "task_id": record.get("task_id", ""), "server": None},
-            section.preview: gr.Column(visible=False), section.live: gr.Column(visible=True)}
+    frame = {**stored_rollout(slots.panel, masked_record(record) if masked else record, task,
+                              optimum_label=OPTIMUM_LABEL),
+             slots.status: view.status(), **_episode_shown(slots)}
+    if slots.episode_info is not None:
+        share = ctx.rollout_link(episode_id, base_url(request))
+        frame[slots.episode_info] = f"Episode `{episode_id}` (finished) · [share link]({share})"
+    if slots.episode is not None:
+        frame[slots.episode] = {"id": episode_id, "task_id": record.get("task_id", ""), "server": None}
+    return frame
 
 
 async def api_updates(ctx: AppContext, model: str, task_id: str, max_turns: int, max_tokens: int, server: str,

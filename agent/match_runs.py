@@ -1,0 +1,193 @@
+"""Arena matches while they run: two models on one task, two ordinary episodes started together (agent.runs), kept
+in memory by match id with their mode, whoever started them and who has voted.
+
+A match counts as two runs: both episodes start at once or neither does (RunRegistry.start_group), within the same
+caps per visitor and in total and the same rollouts per hour as any run. Once both have ended and both rollouts are
+saved, a worker thread writes the match's row (rollouts.matches: the verdict from the two records), whether or not
+any page is still watching; a side whose rollout was not kept leaves the match without a row, saying why.
+
+Votes: only once the row is written (so never before both ended), one per visitor per match, and at most
+`votes_per_hour` per visitor. In random mode the names stay hidden from a visitor until they vote or skip; a
+visitor who skipped has seen the names, so the match takes no vote from them. Who voted is kept in memory only (it
+is not the dataset's business), for the newest KEEP_MATCHES matches: an older match is shown from its row, with
+voting closed.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent.quota import QuotaExceeded, SaveQuota
+from agent.runs import EpisodeRun, RunRegistry, stop_token
+from rollouts.matches import MODES, VOTE_CHOICES, MatchBook, MatchError, match_row
+from rollouts.schema import new_episode_id
+
+KEEP_MATCHES = 256
+SKIP = "skip"  # see the names without voting (random mode)
+
+
+class VoteRefused(ValueError):
+    """A vote that is not counted; the message says why, for the visitor."""
+
+
+@dataclass
+class LiveMatch:
+    match_id: str
+    mode: str  # rollouts.matches.MODES: `named` (the visitor chose) or `random` (names hidden until the vote)
+    task_id: str
+    a: EpisodeRun
+    b: EpisodeRun
+    owner: str  # the page session (or API client) that started it: it may stop it
+    visitor: str
+    row: dict | None = None  # the match's row once written (votes as counted so far)
+    problem: str | None = None  # why there is no row, when a side's rollout was not kept
+    voters: set[str] = field(default_factory=set)
+    skipped: set[str] = field(default_factory=set)
+    concluded: threading.Event = field(default_factory=threading.Event)  # the row written, or known not to be
+
+    @property
+    def runs(self) -> tuple[EpisodeRun, EpisodeRun]:
+        return self.a, self.b
+
+    @property
+    def finished(self) -> bool:
+        return self.a.finished and self.b.finished
+
+    def names_shown_to(self, visitor: str | None) -> bool:
+        """Whether `visitor` may see which model plays which side."""
+        return self.mode == "named" or (visitor is not None and (visitor in self.voters or visitor in self.skipped))
+
+    def ballot(self, visitor: str | None) -> str:
+        """Where `visitor` stands on the vote: `wait` (not both saved and judged yet), `unsaved` (no row: no
+        vote), `voted`, `skipped` (saw the random pair's names first: no vote), or `open`."""
+        if not self.concluded.is_set():
+            return "wait"
+        if self.row is None:
+            return "unsaved"
+        if visitor in self.voters:
+            return "voted"
+        if self.mode == "random" and visitor in self.skipped:
+            return "skipped"
+        return "open"
+
+
+def match_stop_token(match_id: str) -> str:
+    """The token that stops both episodes of a match: given only to whoever started it (as agent.runs.stop_token;
+    the prefix keeps it apart from any episode's)."""
+    return stop_token(f"match:{match_id}")
+
+
+def draw_pair(pool: Sequence[str], rng: Any = None) -> tuple[str, str]:
+    """Two different models of `pool`, each side drawn at random; ValueError when there are not two."""
+    models = list(dict.fromkeys(pool))
+    if len(models) < 2:
+        raise ValueError("a random pair needs at least two models this Space can run")
+    first, second = (rng or secrets.SystemRandom()).sample(models, 2)
+    return first, second
+
+
+class MatchRegistry:
+    """Starts matches on a RunRegistry, writes their rows to a MatchBook, counts votes. Thread-safe."""
+
+    def __init__(self, runs: RunRegistry, book: MatchBook, *, votes_per_hour: int = 0,
+                 keep: int = KEEP_MATCHES) -> None:
+        self.runs, self.book, self.keep = runs, book, keep
+        self._votes = SaveQuota(votes_per_hour)
+        self._matches: OrderedDict[str, LiveMatch] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def start(self, model_a: str, model_b: str, task_id: str, *, mode: str, owner: str, visitor: str | None = None,
+              **options: Any) -> LiveMatch:
+        """Start both episodes on `task_id` (options as for RunRegistry.start, the same for both); CapacityError
+        when the caps refuse the pair, and then neither starts."""
+        if mode not in MODES:
+            raise ValueError(f"a match's mode is one of {', '.join(MODES)}, not {mode!r}")
+        a, b = self.runs.start_group([(model_a, task_id, options), (model_b, task_id, options)], owner=owner,
+                                     visitor=visitor)
+        match = LiveMatch(new_episode_id(), mode, task_id, a, b, owner, visitor or owner)
+        with self._lock:
+            self._matches[match.match_id] = match
+            concluded = [k for k, m in self._matches.items() if m.concluded.is_set()]
+            for match_id in concluded[: max(0, len(self._matches) - self.keep)]:
+                del self._matches[match_id]
+        threading.Thread(target=self._conclude, args=(match,), name=f"match-{match.match_id}", daemon=True).start()
+        return match
+
+    def get(self, match_id: str) -> LiveMatch | None:
+        with self._lock:
+            return self._matches.get(match_id)
+
+    def stop(self, match_id: str, *, owner: str | None = None, token: str | None = None) -> bool:
+        """Stop both episodes, for the owner that started the match or the holder of its stop token; False when
+        nothing was stopped (both already over, or not theirs to stop)."""
+        match = self.get(match_id)
+        if match is None:
+            return False
+        by_owner = owner is not None and match.owner == owner
+        by_token = isinstance(token, str) and hmac.compare_digest(match_stop_token(match_id).encode(), token.encode())
+        if not (by_owner or by_token):
+            return False
+        stopped = [self.runs.stop(run.episode_id, token=stop_token(run.episode_id)) for run in match.runs]
+        return any(stopped)
+
+    def vote(self, match_id: str, choice: str, *, visitor: str) -> LiveMatch:
+        """Count `visitor`'s vote (one of rollouts.matches.VOTE_CHOICES, or SKIP to see the names without voting);
+        the match with its row as it now stands. VoteRefused saying why when it is not counted."""
+        match = self.get(match_id)
+        if match is None:
+            raise VoteRefused("Voting on this match is closed: votes are taken while a match is fresh on this "
+                              "Space.")
+        if choice != SKIP and choice not in VOTE_CHOICES:
+            raise VoteRefused(f"A vote is one of {', '.join(VOTE_CHOICES)} (or {SKIP}).")
+        with self._lock:
+            ballot = match.ballot(visitor)
+            if ballot == "wait":
+                raise VoteRefused("The match is still being played: the vote opens once both agents have ended.")
+            if ballot == "unsaved":
+                raise VoteRefused(f"This match was not saved ({match.problem}), so it takes no votes.")
+            if choice == SKIP:
+                match.skipped.add(visitor)
+                return match
+            if ballot == "voted":
+                raise VoteRefused("You have already voted on this match: one vote per visitor.")
+            if ballot == "skipped":
+                raise VoteRefused("You asked to see the names first, so this match takes no vote from you: votes "
+                                  "in random mode are blind.")
+            try:
+                self._votes.take(visitor)
+            except QuotaExceeded:
+                raise VoteRefused(f"You have voted {self._votes.per_hour} times in the last hour (the limit per "
+                                  "visitor). Try again later.") from None
+            match.voters.add(visitor)
+        try:
+            match.row = self.book.vote(match_id, choice)
+        except (KeyError, OSError, ValueError) as exc:
+            with self._lock:
+                match.voters.discard(visitor)
+            self._votes.give_back(visitor)
+            raise VoteRefused(f"The vote could not be counted: {exc}") from None
+        return match
+
+    def _conclude(self, match: LiveMatch) -> None:
+        """Wait for both episodes, then write the match's row from their saved records (or say why not)."""
+        try:
+            for run in match.runs:
+                run.wait_finished()
+            unsaved = [(side, run) for side, run in zip("AB", match.runs, strict=True) if run.saved is None]
+            if unsaved:
+                side, run = unsaved[0]
+                match.problem = f"side {side}'s rollout was not kept: {run.save_error or 'the episode failed'}"
+                return
+            try:
+                match.row = self.book.add(match_row(match.a.record or {}, match.b.record or {}, mode=match.mode,
+                                                    match_id=match.match_id))
+            except (MatchError, OSError, ValueError) as exc:
+                match.problem = f"its row could not be written: {exc}"
+        finally:
+            match.concluded.set()
