@@ -15,7 +15,7 @@ pytest_plugins = ["tests.app_fixtures"]
 # imported once by the warm interpreter that `warm_python` forks from.
 WARM_PRELOAD = ["agent.cli", "agent.providers.baseline", "agent.providers.anthropic_messages",
                 "agent.providers.chat_completions", "berth_env.server", "berth_env.embedded", "rollouts.store",
-                "rollouts.leaderboard"]
+                "rollouts.board"]
 
 
 @pytest.fixture(scope="session")
