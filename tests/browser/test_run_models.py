@@ -28,7 +28,7 @@ def test_a_model_streams_live_its_html_stays_text_and_its_tokens_are_counted(are
         if any(m.get("role") == "tool" for m in request["messages"]):
             return Turn(Text(XSS_TEXT), ToolCall("submit_plan", optimal_args()))
         return Turn(Thinking(thought * 5), Text("I will read the situation first. " * 2), ToolCall("get_situation"),
-                    chunk=5, delay=0.1)  # about 8 s of thinking: long enough to be seen mid-stream
+                    chunk=8, delay=0.1)  # about 5 s of thinking: long enough to be seen mid-stream
 
     page = new_page()
     dialogs: list[str] = []

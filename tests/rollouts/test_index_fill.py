@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 from rollouts.archive import Archive
@@ -19,6 +20,10 @@ from tests.hand_records import NEW, age, feasible, hand_record, infeasible
 
 ROOT = Path(__file__).resolve().parents[2]
 DAY = "2026-11-25"
+# A rewrite swaps the file, so an append that waited for the lock finds a stale file and tries again: a rewriter
+# that never pauses starves appends for tens of seconds. Rewrites are rare in the product; a short pause keeps
+# them overlapping appends without starving them.
+REWRITE_PAUSE_S = 0.002
 
 
 def records() -> list[dict]:
@@ -116,6 +121,7 @@ def test_rewrites_never_lose_lines_appended_meanwhile(tmp_path):
     rewrites = 0
     while not done.is_set() or rewrites < 10:
         rewrites += bool(rewrite_lines(file, lambda row: {**row, "n": row["n"] + 1}))
+        time.sleep(REWRITE_PAUSE_S)
     thread.join()
     ids = [json.loads(line)["episode_id"] for line in file.read_bytes().splitlines()]
     assert sorted(ids) == sorted([f"old{i}" for i in range(50)] + [f"new{i}" for i in range(100)])
@@ -138,6 +144,7 @@ with RolloutStore({str(tmp_path)!r}, writer_id="w1") as store:
     rewrites = 0
     while child.poll() is None:
         rewrites += bool(rewrite_lines(file, lambda row: {**row, "touched": row.get("touched", 0) + 1}))
+        time.sleep(REWRITE_PAUSE_S)
     assert child.returncode == 0, child.stderr.read()
     lines = [json.loads(line) for line in file.read_bytes().splitlines()]
     assert len(lines) == 41 == len({row["episode_id"] for row in lines})

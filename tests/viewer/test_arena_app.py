@@ -5,7 +5,6 @@ agreeing with `python -m agent ratings`."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from dataclasses import replace
@@ -17,6 +16,7 @@ from gradio_client import Client
 
 from agent.cli import main as agent_main
 from rollouts.filters import Filters
+from testkit import aio
 from testkit.records import make_record
 from testkit.tasks import TASK_ID
 from viewer.arena.section import attach_match
@@ -137,9 +137,9 @@ def test_a_match_link_that_names_nothing_says_so(arena):
     async def frames(match_id: str) -> list[dict]:
         return [frame async for frame in attach_match(section, match_id, None)]
 
-    assert asyncio.run(frames("0123456789ab")) == [
+    assert aio.run(frames("0123456789ab")) == [
         {"verdict": "⚠️ No match `0123456789ab` is running here or stored in this Space's folder."}]
-    assert "malformed" in asyncio.run(frames("../etc"))[0]["verdict"]
+    assert "malformed" in aio.run(frames("../etc"))[0]["verdict"]
 
 
 def test_the_leaderboards_arena_column_is_what_the_cli_rates(arena, client, capsys):
