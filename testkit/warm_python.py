@@ -14,6 +14,7 @@ The warm interpreter is multiprocessing's forkserver, one per process: make one 
 from __future__ import annotations
 
 import atexit
+import importlib.util
 import multiprocessing
 import os
 import runpy
@@ -71,6 +72,11 @@ class WarmChild:
 
 class WarmPython:
     def __init__(self, preload: list[str]):
+        # The forkserver skips a preload module it cannot import without a word, so a renamed module would
+        # silently make every run cold again: name it here instead.
+        missing = [name for name in preload if not _importable(name)]
+        if missing:
+            raise ValueError(f"no such module to preload: {', '.join(missing)}")
         self._context = multiprocessing.get_context("forkserver")
         self._context.set_forkserver_preload(preload)
         self._folder = Path(tempfile.mkdtemp(prefix="warm-python-"))
@@ -102,6 +108,13 @@ class WarmPython:
         from multiprocessing import forkserver
 
         forkserver.ensure_running()
+
+
+def _importable(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:  # a parent package is missing
+        return False
 
 
 def _run_module(module: str, args: list[str], env: dict[str, str], cwd: str, folder: str) -> None:

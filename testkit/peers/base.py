@@ -345,8 +345,9 @@ class Peer:
                     record.dropped = True
                     self._drop(handler)
                     return
-                paced_stop = bool(event.delta and reply.delay and self._stopping.wait(reply.delay))
-                if paced_stop or self._stopping.is_set() or record.chars_sent > ENDLESS_LIMIT_CHARS:
+                if event.delta and reply.delay:
+                    self._stopping.wait(reply.delay)  # a stop ends the pause at once
+                if self._stopping.is_set() or record.chars_sent > ENDLESS_LIMIT_CHARS:
                     # a stream cut by the peer before its end: it never finished, so do not pretend it did
                     record.dropped = True
                     self._drop(handler)
