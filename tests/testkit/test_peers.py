@@ -37,6 +37,18 @@ TOOL = {"name": "check_plan", "description": "check a draft plan",
                        "additionalProperties": False}}
 
 
+def transport_failure(error: BaseException) -> httpx2.TransportError | None:
+    """The transport error at the root of what an SDK raised: SDK versions differ in whether they wrap a dropped
+    stream (anthropic 2.17 raises APIConnectionError from it, 2.14 let httpx2's own error through), so the peer's
+    tests ask what happened on the wire, not which class carried it."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, httpx2.TransportError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
 def claude(peer: AnthropicPeer, **kw: object) -> anthropic.Anthropic:
     return anthropic.Anthropic(base_url=peer.url, api_key="test", timeout=10, **kw)
 
@@ -168,13 +180,14 @@ def test_anthropic_dropped_and_failed_streams() -> None:
     with AnthropicPeer([DieAfter(6), StreamError(5, message="Overloaded")]) as peer:
         client = claude(peer, max_retries=0)
         seen = []
-        # the anthropic SDK does not wrap a transport failure mid-stream: httpx2's own error arrives
-        with pytest.raises(httpx2.RemoteProtocolError, match="incomplete chunked read"), \
+        with pytest.raises(Exception) as dropped, \
                 client.messages.stream(model="m", max_tokens=64, messages=USER) as stream:
             seen.extend(e.type for e in stream)
         with pytest.raises(anthropic.APIStatusError, match="overloaded_error"), \
                 client.messages.stream(model="m", max_tokens=64, messages=USER) as stream:
             stream.until_done()
+    assert isinstance(transport_failure(dropped.value), httpx2.RemoteProtocolError)
+    assert "incomplete chunked read" in str(transport_failure(dropped.value))
     assert "text" in seen and "message_stop" not in seen
     assert peer.requests[0].dropped and peer.requests[0].events_sent == 6
     assert not peer.requests[1].dropped and peer.requests[1].events_sent == 6  # five, then the error event
@@ -275,7 +288,6 @@ def test_responses_retry_errors_drop_and_failure() -> None:
         client = gpt(peer, max_retries=0)
         with pytest.raises(openai.InternalServerError) as server_error:
             client.responses.create(model="m", input="x")
-        # the openai SDK wraps a transport failure mid-stream in APIConnectionError
         with pytest.raises(openai.APIConnectionError) as dropped, \
                 client.responses.stream(model="m", input="x") as stream:
             stream.until_done()
@@ -283,7 +295,7 @@ def test_responses_retry_errors_drop_and_failure() -> None:
             failed = list(stream)[-1]
     assert [r.status for r in peer.requests[:2]] == [429, 200]
     assert server_error.value.body == {"message": "boom", "type": "server_error", "param": None, "code": "server_error"}
-    assert isinstance(dropped.value.__cause__, httpx2.RemoteProtocolError)
+    assert isinstance(transport_failure(dropped.value), httpx2.RemoteProtocolError)
     assert failed.type == "response.failed" and failed.response.error.code == "server_error"
 
 
