@@ -3,12 +3,18 @@
     python -m agent sweep --model M ... (--split S [--limit L] | --task ID ...) --machines N --dataset USER/REPO
                           [--space OWNER/NAME | --image IMAGE] [--flavor cpu-basic] [--timeout 6h] [--dry-run]
     python -m agent sweep --resume RUN | --status RUN | --cancel RUN     [--dataset USER/REPO] [--out DIR]
+                          [--accept-remote-plan]
 
 Each machine runs `python -m agent run ... --shard K/N --dataset USER/REPO` (agent/grid.py cuts the grid), so the
 shards meet in the dataset. Before anything is spent the sweep checks the token, the namespace, the flavor, the
 image and every model's key, and prints its plan with an estimate of what it costs (`--dry-run` stops there). Then
 it submits one Job per shard, follows them (shards done, episodes saved in the dataset, failures) and ends with
 the run's leaderboard. Its state is kept in `.sweeps/<run>.json`, in the rollout folder and in the dataset.
+
+A sweep's plan is its owner's: `--resume` and `--cancel` act on this machine's copy, checked, and refuse a dataset
+copy whose plan differs (anyone who may write the dataset may have written it), naming the fields;
+`--accept-remote-plan` shows that plan and asks. Before a resume submits anything it prints the image, flavor,
+namespace, command and the names of the secrets its Jobs get.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from agent.sweep_cost import estimate
 from agent.sweep_local import LocalShards, Spawn
 from agent.sweep_plan import HF_JOBS, LOCAL, SweepError, SweepPlan, job_secrets, parse_timeout, resolve_image
 from agent.sweep_plan import shard_run_args as shard_args
-from agent.sweep_state import SweepState, SweepStateError, load_from_hub, load_local, newest
+from agent.sweep_state import SweepState, SweepStateError, check_folder, load_from_hub, load_local, reconcile
 from rollouts.layout import default_rollout_dir
 
 
@@ -64,6 +70,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     action.add_argument("--resume", metavar="RUN", help="submit again the shards whose Job failed, then follow")
     action.add_argument("--status", metavar="RUN", help="each shard's stage and episodes saved")
     action.add_argument("--cancel", metavar="RUN", help="cancel the sweep's Jobs still running")
+    sweep.add_argument("--accept-remote-plan", action="store_true",
+                       help="with --resume or --cancel: show the dataset's copy of the plan when it differs from this "
+                            "machine's (or this machine has none) and ask before using it")
 
 
 def main(args: argparse.Namespace, *, spawn: Spawn | None = None, console: Console | None = None) -> int:
@@ -90,8 +99,12 @@ def _start(args: argparse.Namespace, spawn: Spawn | None, console: Console, cach
 
         namespace, flavor = open_jobs(api, args.namespace, args.flavor)
         plan = replace(plan, namespace=namespace)
-    existing = newest(load_local(plan.out, plan.run), load_from_hub(api, plan.dataset, plan.run, cache)
-                      if api is not None and plan.dataset else None)
+    try:
+        plan.check()  # what is written in the state is what a resume will read back
+    except ValueError as exc:
+        raise SweepError(f"the sweep's plan: {exc}") from None
+    existing = load_local(plan.out, plan.run) or (load_from_hub(api, plan.dataset, plan.run, cache)
+                                                   if api is not None and plan.dataset else None)
     if existing is not None and not args.dry_run:
         raise SweepError(f"sweep {plan.run} exists: `--resume {plan.run}` mends it, `--status {plan.run}` shows it; "
                          "or pick another --run")
@@ -118,19 +131,22 @@ def _existing(args: argparse.Namespace, spawn: Spawn | None, console: Console, c
     folder = Path(args.out or default_rollout_dir())
     token = _token()
     api = _hub_api(token) if token else None
-    state = newest(load_local(folder, run),
-                   load_from_hub(api, args.dataset, run, cache) if api and args.dataset else None)
-    if state is None:
-        where = f"{folder} or {args.dataset}" if args.dataset else f"{folder} (--out names another rollout folder, " \
-            "--dataset a dataset to look in)"
-        raise SweepStateError(f"no sweep {run!r} in {where}")
+    state, shown = _owned_state(args, run, folder, api, console, cache)
     if state.plan.on == HF_JOBS:  # this machine's folder keeps its copy, wherever the sweep was started
         state.plan = replace(state.plan, out=str(folder.resolve()))
     plan = state.plan
     if plan.on == HF_JOBS and api is None:
         raise SweepError("no Hugging Face token: set HF_TOKEN (or run `hf auth login`) to reach the sweep's Jobs")
-    secret_values = job_secrets(plan.models, token) if args.resume else {}
+    secret_values, usd_per_hour = {}, None
+    if args.resume:
+        secret_values = job_secrets(plan.models, token)
+        if plan.on == HF_JOBS:  # the namespace is still one this token runs Jobs in, the flavor still the Hub's
+            from agent.sweep_jobs import open_jobs
+
+            usd_per_hour = open_jobs(api, plan.namespace, plan.flavor)[1].usd_per_hour
+        state.secret_names = sorted(secret_values)
     sweep = _sweep(state, api, secret_values, _sources(plan, api, cache)[0], spawn, console, args.poll)
+    sweep.usd_per_hour = usd_per_hour
     sweep.refresh()
     if args.status:
         return _print_status(sweep, console)
@@ -139,9 +155,80 @@ def _existing(args: argparse.Namespace, spawn: Spawn | None, console: Console, c
         console.say(f"sweep {run}: cancelled {len(cancelled)} Jobs; " + sweep.shards_line())
         return 0
     again = sorted([s for s in state.shards if s.needs_job] + sweep.short(sweep.saved_rows()), key=lambda s: s.shard)
+    if again and not shown:  # what the Jobs will run, with which secrets (their names), before anything is sent
+        _print_plan(plan, state.secret_names, console)
     console.say(f"sweep {run}: " + (f"submitting shard(s) {', '.join(str(s.shard) for s in again)} again"
                                     if again else "no shard to submit again; following the rest"))
     return _submit_and_follow(sweep, again)
+
+
+def _owned_state(args: argparse.Namespace, run: str, folder: Path, api: Any, console: Console,
+                 cache: Path) -> tuple[SweepState, bool]:
+    """The sweep's state to act on (and whether its plan was just shown): this machine's copy, with the dataset's
+    shards when its plan is the same. A dataset copy that differs, or is the only one, is refused for --resume and
+    --cancel unless the owner passes --accept-remote-plan and says yes once shown it; --status (it changes
+    nothing) shows it with a warning."""
+    local = load_local(folder, run)
+    if local is not None and args.dataset and args.dataset != local.plan.dataset:
+        raise SweepError(f"sweep {run} here pushes to {local.plan.dataset or 'no dataset'}, not {args.dataset}: "
+                         "drop --dataset, or give --out the folder of that sweep")
+    dataset = args.dataset or (local.plan.dataset if local is not None else None)
+    remote = None
+    try:
+        remote = load_from_hub(api, dataset, run, cache) if api is not None and dataset else None
+    except SweepStateError as exc:  # damaged or hostile: with no copy here there is nothing to go on
+        if local is None:
+            raise
+        console.say(f"warning: {exc}; this machine's copy stands (and replaces it at the next upload)")
+    state, differences = reconcile(local, remote)
+    if state is None:
+        where = f"{folder} or {dataset}" if dataset else f"{folder} (--out names another rollout folder, " \
+            "--dataset a dataset to look in)"
+        raise SweepStateError(f"no sweep {run!r} in {where}")
+    if not differences and local is not None:
+        return state, False
+    names = ", ".join(name for name, _, _ in differences)
+    what = (f"the dataset's copy of sweep {run} ({dataset}) differs from this machine's in {names}" if differences
+            else f"sweep {run} is known here only from the dataset's copy ({dataset})")
+    if args.status:
+        console.say(f"warning: {what}; shown as {'this machine' if local else 'the dataset'} has it")
+        return state, False
+    if not args.accept_remote_plan:
+        raise SweepError(f"{what}, which anyone who may write to the dataset may have written: nothing submitted or "
+                         "cancelled; `--accept-remote-plan` shows its plan and asks before using it")
+    check_folder(remote, folder, f"{dataset}/.sweeps/{run}.json")
+    _accept(remote, differences, what, _job_secret_names(remote.plan) if args.resume else [], console)
+    return remote, True
+
+
+def _accept(remote: SweepState, differences: list[tuple[str, Any, Any]], what: str, secret_names: list[str],
+            console: Console) -> None:
+    """Show the dataset's plan (and where it differs from this machine's) and ask; SweepError unless yes."""
+    console.say(f"{what}:")
+    for name, mine, theirs in differences:
+        console.say(f"  {name}: here {_short(mine)}; in the dataset {_short(theirs)}")
+    _print_plan(remote.plan, secret_names, console)
+    console.err.write("use the dataset's plan above, its image, flavor and command, with your secrets? [y/N]: ")
+    console.err.flush()
+    try:
+        answer = console.answers.readline().strip().lower()
+    except (OSError, ValueError):
+        answer = ""
+    if not answer.startswith("y"):
+        raise SweepError("the dataset's plan was not accepted: nothing submitted or cancelled")
+
+
+def _short(value: Any) -> str:
+    text = " ".join(value) if isinstance(value, list) else str(value)
+    return text if len(text) <= 200 else text[:200] + "..."
+
+
+def _job_secret_names(plan: SweepPlan) -> list[str]:
+    """The secrets (names) a resume of `plan` would give its Jobs, for showing it before it is accepted."""
+    try:
+        return sorted(job_secrets(plan.models, _token()))
+    except SweepError:
+        return ["(a model's key is not set here)"]
 
 
 def _submit_and_follow(sweep: Sweep, shards: list[Any]) -> int:
@@ -199,7 +286,7 @@ def _plan(args: argparse.Namespace) -> tuple[SweepPlan, dict[str, str]]:
                           dataset=args.dataset, out=None if on_jobs else str(out))
     plan = SweepPlan(run=run, models=list(dict.fromkeys(args.model)), tasks=tasks, repeats=args.repeats,
                      machines=args.machines, run_args=run_args, on=args.on, dataset=args.dataset, image=image,
-                     flavor=args.flavor, timeout_s=timeout_s, namespace=args.namespace,
+                     flavor=args.flavor, timeout_s=timeout_s, namespace=args.namespace if on_jobs else None,
                      concurrency=args.concurrency, out=str(out), selection=selection)
     return plan, secret_values
 

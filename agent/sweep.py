@@ -14,14 +14,13 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Protocol, TextIO
 
 from tqdm import tqdm
 
 from agent.sweep_jobs import JobView, describe
-from agent.sweep_plan import scrub
-from agent.sweep_state import ShardJob, SweepState, push, save_local
+from agent.sweep_plan import command_secrets, scrub
+from agent.sweep_state import ShardJob, SweepState, board_rel, in_folder, push, save_local
 from rollouts.board_text import board_markdown, price_note
 
 LOG_LINES = 8  # a failed shard's last log lines, shown when it fails
@@ -90,6 +89,11 @@ class Sweep:
     def submit(self, shards: list[ShardJob]) -> bool:
         """Submit a Job for each shard; on a refusal stop there (what was submitted keeps running) and say so."""
         for shard in shards:
+            in_command = command_secrets(self.plan.command(shard.shard), self.secrets)
+            if in_command:  # a Job's command is public to whoever can inspect it: neither sent nor saved
+                self.console.say(f"error: shard {shard.shard}/{self.plan.machines}'s command holds the value of "
+                                 f"{', '.join(in_command)}: nothing submitted; a secret goes to the Jobs as a secret")
+                return False
             try:
                 job_id, view = self.runner.submit(self.plan, shard.shard)
             except Exception as exc:  # the Hub refused or could not be reached: nothing more is submitted
@@ -186,7 +190,7 @@ class Sweep:
                              "the episodes it already saved)")
         if rows:
             board = sweep_board(plan, rows)
-            path = Path(plan.out) / "runs" / plan.run / "board.md"
+            path = in_folder(plan.out, board_rel(plan.run))
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(board)
             print(board, file=self.console.out, flush=True)

@@ -1,6 +1,6 @@
 """A sweep's shards as processes on this machine (`--on local`): the same `python -m agent run --shard K/N`
 commands a Job would run, each in its own session so that Ctrl-C in the terminal reaches the sweep alone (which
-then asks whether to stop them), its output kept in `.sweeps/<run>/shard-K.log` beside the sweep's state.
+then asks whether to stop them), its output kept in `.sweeps/<run>/shard-K.log` beside the sweep's state (never outside the folder).
 
 How a process is started is a parameter (`spawn`), so tests start them from a warm interpreter.
 """
@@ -18,7 +18,7 @@ from typing import Protocol
 
 from agent.sweep_jobs import JobView
 from agent.sweep_plan import SweepPlan
-from agent.sweep_state import SWEEPS_DIR
+from agent.sweep_state import in_folder, log_rel
 
 
 class ShardProcess(Protocol):
@@ -78,7 +78,7 @@ class LocalShards:
         command = [sys.executable, *plan.command(shard)[1:]]
         # The keys reach the shard as its environment, as a Job's secrets do; never on its command line.
         env = {**os.environ, **self._secrets}
-        log = self.folder / SWEEPS_DIR / plan.run / f"shard-{shard}.log"
+        log = in_folder(self.folder, log_rel(plan.run, shard))
         process = self._spawn(command, env, Path.cwd(), log)
         job_id = f"local-{shard}-{process.pid}"
         self._started[job_id] = process
