@@ -13,8 +13,8 @@ One scene, two outputs: this module reads the plan, sizes the axes and assembles
 viewer/chart_scene.py) from the layers (viewer/chart_layers.py); `*_scene` functions return it, the plotly
 functions (`berth_chart`, `side_by_side`, `preview_chart`, `step_chart`, `optimum_chart`) draw it as the figure
 the app shows (viewer/chart_plotly.py), and `berth_chart_svg` / `chart_svg` draw it as an SVG document
-(viewer/chart_svg.py). On a narrow screen the app's chart keeps a minimum width and scrolls sideways (app CSS
-`.berth-chart`), never squeezed; the SVG has a viewBox and scales.
+(viewer/chart_svg.py). A chart is never squeezed or cut off: the SVG has a viewBox and scales to its box, and the
+app's chart is drawn at a minimum width and scaled down the same way on a narrower box (`rollout_panel.FIT_CHARTS`).
 """
 
 from __future__ import annotations

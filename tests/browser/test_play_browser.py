@@ -21,6 +21,7 @@ from testkit.fakehub import running_fakehub
 from tests.app_fixtures import launched_app
 from tests.browser.conftest import ARTIFACTS, PHONE
 from tests.browser.conftest import DESKTOP as LAPTOP
+from tests.browser.run_page import assert_chart_fits
 from tests.tasks_helpers import REPO, TRAIN_COUNT, TRAIN_TASK, published_dataset
 
 pytestmark = pytest.mark.browser
@@ -97,6 +98,7 @@ def test_a_train_task_played_by_hand_checks_submits_and_lands_in_browse(dataset_
     expect(page.locator("#play-check")).to_have_text("Check (10 left)", timeout=WAIT)
     snap(page, "play-1440x900-idle")
     page.set_viewport_size(PHONE)
+    assert_chart_fits(page, "#play-chart")
     snap(page, "play-390x844-idle")
     page.set_viewport_size(LAPTOP)
 

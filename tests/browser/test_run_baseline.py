@@ -12,6 +12,7 @@ from playwright.sync_api import expect
 
 from tests.browser.conftest import ARTIFACTS, DESKTOP, PHONE
 from tests.browser.run_page import (
+    assert_chart_fits,
     episode_of,
     in_first_viewport,
     open_form,
@@ -32,6 +33,7 @@ def test_a_paced_baseline_runs_live_to_a_grade_and_its_link_reattaches(arena, ne
     open_form(page, arena.url)
     for selector in ("#model", "#task", "#run"):  # Run in reach on a phone and on a laptop
         assert in_first_viewport(page, selector), f"{selector} is below the fold at {PHONE}"
+    assert_chart_fits(page, "#preview-chart")  # the whole week on a phone, scaled to its box
     page.set_viewport_size(DESKTOP)
     for selector in ("#model", "#task", "#run"):
         assert in_first_viewport(page, selector), f"{selector} is below the fold at {DESKTOP}"
