@@ -101,9 +101,11 @@ def named_match_with_a_vote(page: Page, arena) -> str:
     expect(page.locator("#arena-a-head")).to_contain_text("🏆 A · baseline:greedy")
     expect(page.locator("#arena-b-head")).to_have_text("B · baseline:hasty")
     for side in "ab":
-        expect(page.locator(f"#arena-{side}-grade")).to_contain_text("Reward")
+        expect(page.locator(f"#arena-{side}-grade")).to_contain_text("feasible, reward")
         expect(page.locator(f"#arena-{side}-chat")).to_contain_text("submit_plan")
         expect(page.locator(f"#arena-{side}-info")).to_contain_text("share link")
+    # The hasty side keeps every rule yet costs more than the naive re-plan: its grade says so in words.
+    expect(page.locator("#arena-b-grade")).to_contain_text("✅ feasible, reward 0.2 · worse than the naive re-plan")
     expect(page.locator("#arena-stop")).to_be_disabled()
     expect(page.locator("#arena-skip")).to_be_hidden()  # named: nothing to skip to
     page.screenshot(path=str(ARTIFACTS / "arena-verdict-desktop.png"))
