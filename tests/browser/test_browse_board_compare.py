@@ -65,12 +65,21 @@ def test_a_heatmap_cell_opens_that_tasks_best_rollout(browse, new_page):
     expect(page.locator("#rollout-head")).to_contain_text(TASK)
 
 
+HOUR_AXIS = "(sel) => document.querySelector(sel + ' .js-plotly-plot')._fullLayout.xaxis.range"
+
+
 def test_compare_highlights_only_the_ships_that_differ(browse, new_page):
     app, record, rival, _ = browse
     page = new_page()
-    page.goto(f"{app.url}?tab=browse&rollout={rival['episode_id']}&compare={record['episode_id']}")
+    page.goto(f"{app.url}?tab=browse&rollout={rival['episode_id']}&view=compare")  # A at once, before B is picked
     expect(page.locator("#compare-a-chart .js-plotly-plot")).to_be_visible(timeout=30000)
-    expect(page.locator("#compare-b-chart .js-plotly-plot")).to_be_visible()
+    expect(page.locator("#compare-a-chat")).to_contain_text("submit_plan")
+    expect(page.locator("#compare-head")).to_contain_text("Pick B above")
+    page.goto(f"{app.url}?tab=browse&rollout={rival['episode_id']}&compare={record['episode_id']}")
+    expect(page.locator("#compare-b-chart .js-plotly-plot")).to_be_visible(timeout=30000)
+    expect(page.locator("#compare-a-chart .js-plotly-plot")).to_be_visible()
+    # One time axis for both: a plan that ends later does not stretch its own chart alone.
+    assert page.evaluate(HOUR_AXIS, "#compare-a-chart") == page.evaluate(HOUR_AXIS, "#compare-b-chart")
     head = page.locator("#compare-head")
     expect(head).to_contain_text("openai:gpt-5.5@medium")
     expect(head).to_contain_text("anthropic:claude-sonnet-5-5@high")
