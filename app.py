@@ -60,7 +60,8 @@ PAGE_CSS = """
 """
 CSS = "".join([PAGE_CSS, rollout_panel.CSS, task_picker.CSS, run.CSS, arena.CSS, browse.CSS, play.CSS])
 # Gradio scopes `css` to the app's content; the page margin belongs to an element around it.
-HEAD = "<style>@media (max-width: 640px) { .gradio-container .main.app {padding-left: 10px; padding-right: 10px} }</style>"
+HEAD = ("<style>@media (max-width: 640px) { .gradio-container .main.app {padding-left: 10px; padding-right: 10px} }"
+        "</style>" + rollout_panel.FIT_CHARTS)
 
 
 

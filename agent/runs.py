@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import secrets
 import threading
 from collections import OrderedDict
@@ -27,6 +28,8 @@ from typing import Any
 from agent.loop import stream_episode
 from agent.quota import QuotaExceeded, SaveQuota
 from rollouts.schema import new_episode_id
+
+log = logging.getLogger(__name__)
 
 KEEP_FINISHED = 64  # finished episodes kept in memory for re-attach; older ones are read from the store
 
@@ -165,7 +168,8 @@ class RunRegistry:
                 else:
                     run.publish(event)
         except Exception as exc:  # the loop records its own failures; this is a bug guard, never silent
-            run.save_error = f"the episode worker failed: {type(exc).__name__}: {exc}"
+            log.exception("the worker of episode %s failed", run.episode_id)
+            run.save_error = f"the episode worker failed: {exc}"
         if record is not None:
             try:
                 run.saved = self._save(record)
@@ -175,9 +179,11 @@ class RunRegistry:
                 # set it aside, with the reason): nothing public was added, so the visitor's slot comes back.
                 self._end_journal(run.episode_id)
                 self._give_back(run)
-                run.save_error = f"could not save the rollout: {type(exc).__name__}: {exc}"
+                # Shown to the visitor: what happened, in words (a NotKept says it whole), no exception's class.
+                run.save_error = str(exc) if isinstance(exc, NotKept) else f"could not save the rollout: {exc}"
             except Exception as exc:  # a disk error: the journal entry stays for the next start to save
-                run.save_error = f"could not save the rollout: {type(exc).__name__}: {exc}"
+                log.warning("episode %s not saved: %s: %s", run.episode_id, type(exc).__name__, exc)
+                run.save_error = f"could not save the rollout: {exc}"
             run.publish({"type": "episode_finished", "record": record, "seq": len(run.events),
                          "t": record.get("seconds", 0.0)})
             run.finish(record)

@@ -5,7 +5,8 @@
 It launches the app in this process on a temporary rollout folder (embedded berth server, no Hub), drives
 Debian's chromium through Playwright and saves, per screen and size, `<screen>-<state>-<size>.png`. The Run tab:
 idle with the task preview, mid-run (a `baseline:hasty` episode after its first check found broken ships) and
-finished; the Arena: idle, two baselines racing, the verdict and the vote (a random pair on the phone); Browse: the
+finished; the Arena: idle, two baselines racing, the verdict and the vote (a random pair on the phone), the match's
+link opened afresh; Browse: the
 list, a rollout opened by its share link, a compare and the leaderboard (on a folder of realistic rollouts from
 testkit); Play: a task picked, a checked draft with its violations, the submitted optimum; a rollout's share page,
 `/r/<id>` (a real `baseline:hasty` episode, played on the embedded server).
@@ -48,7 +49,7 @@ def run_screens(page: Page, url: str, out: Path, size: str) -> list[Path]:
     expect(page.locator("#chat")).to_contain_text("check_plan · ❌", timeout=30000)
     page.wait_for_timeout(400)
     saved.append(_shot(page, out / f"run-mid-{size}.png"))
-    expect(page.locator("#grade")).to_contain_text("Reward", timeout=60000)
+    expect(page.locator("#grade")).to_contain_text("reward", timeout=60000)
     page.wait_for_timeout(600)
     saved.append(_shot(page, out / f"run-done-{size}.png"))
     saved.append(_shot(page, out / f"run-done-{size}-full.png", full=True))
@@ -99,6 +100,17 @@ def arena_screens(page: Page, url: str, out: Path, size: str) -> list[Path]:
     page.wait_for_timeout(1200)  # the phone scrolls to the verdict
     saved.append(_shot(page, out / f"arena-verdict-{size}.png"))
     saved.append(_shot(page, out / f"arena-verdict-{size}-full.png", full=True))
+    if size == "phone":  # names hidden: vote, so that the link below shows them as anyone would see them
+        page.locator("#arena-vote-tie").click()
+        expect(page.locator("#arena-ballot")).to_contain_text("Your vote is counted")
+    # The link the page offers for the match, opened as a visitor it was sent to would (a phone lands on the verdict).
+    match_id = page.locator("#arena-link code").inner_text()
+    page.goto(f"{url}?match={match_id}")
+    for side in "ab":
+        expect(page.locator(f"#arena-{side}-plan-step")).to_be_visible(timeout=30000)
+    page.wait_for_timeout(1200)
+    saved.append(_shot(page, out / f"arena-match-link-{size}.png"))
+    saved.append(_shot(page, out / f"arena-match-link-{size}-full.png", full=True))
     return saved
 
 
@@ -124,7 +136,7 @@ def play_screens(page: Page, url: str, out: Path, size: str) -> list[Path]:
     expect(page.locator("#play-verdict")).to_contain_text("check 1 of 10", timeout=30000)
     page.wait_for_timeout(600)
     saved.append(_shot(page, out / f"play-checked-{size}.png"))
-    page.get_by_text("Plan as JSON (paste one in)").click()
+    page.get_by_text("Plan as JSON").click()
     page.locator("#play-json textarea").fill(json.dumps(task["reference"]["optimal_plan"]))
     page.locator("#play-load-json").click()
     expect(page.locator("#play-verdict")).to_contain_text("pasted plan", timeout=30000)

@@ -13,8 +13,8 @@ One scene, two outputs: this module reads the plan, sizes the axes and assembles
 viewer/chart_scene.py) from the layers (viewer/chart_layers.py); `*_scene` functions return it, the plotly
 functions (`berth_chart`, `side_by_side`, `preview_chart`, `step_chart`, `optimum_chart`) draw it as the figure
 the app shows (viewer/chart_plotly.py), and `berth_chart_svg` / `chart_svg` draw it as an SVG document
-(viewer/chart_svg.py). On a narrow screen the app's chart keeps a minimum width and scrolls sideways (app CSS
-`.berth-chart`), never squeezed; the SVG has a viewBox and scales.
+(viewer/chart_svg.py). A chart is never squeezed or cut off: the SVG has a viewBox and scales to its box, and the
+app's chart is drawn at a minimum width and scaled down the same way on a narrower box (`rollout_panel.FIT_CHARTS`).
 """
 
 from __future__ import annotations
@@ -251,22 +251,44 @@ def berth_scene(task: Mapping[str, Any], plan: Any, *, check: Any = None, previo
                  height=height or (540 if crane else 460), plot_width=size[0], plot_height=size[1])
 
 
-def compare_scene(task: Mapping[str, Any], plan_a: Any, plan_b: Any, *, titles: tuple[str, str] = ("plan A", "plan B"),
-                  check_a: Any = None, check_b: Any = None, height: int = 820,
-                  size: tuple[int, int] = (PLOT_WIDTH_PX, PLOT_HEIGHT_PX)) -> Scene:
-    """Two plans of one task stacked on a shared hour axis; the ships placed differently highlighted in both."""
-    views = (read_plan(task, plan_a, check_a), read_plan(task, plan_b, check_b))
-    differ = moved_ships(task, plan_a, plan_b)
-    label = "placed differently"
+def _two_panels(task: Mapping[str, Any], plans: tuple[Any, Any], checks: tuple[Any, Any], titles: tuple[str, str],
+                size: tuple[int, int], label: str) -> tuple[list[Panel], Axis, Axis, set[int]]:
+    """Two plans of one task as two panels over one hour span and one section range (so that they read alike),
+    the ships placed differently highlighted in both; each panel's subtitle is its title and verdict."""
+    views = tuple(read_plan(task, plan, check) for plan, check in zip(plans, checks, strict=True))
+    differ = moved_ships(task, *plans)
     y_span = _y_span(task, views)
     scale = _scale(task, y_span, size)
     panels = [_panel(task, view, differ, label, y_span, scale, published=False) for view in views]
     for panel, title, view in zip(panels, titles, views, strict=True):
         panel.subtitle = f"{clean(title, TITLE_CHARS)} · {_verdict(view, set(), label)}"
     x, y = _axes(task, panels, y_span, size[0])
+    return panels, x, y, differ
+
+
+def compare_scene(task: Mapping[str, Any], plan_a: Any, plan_b: Any, *, titles: tuple[str, str] = ("plan A", "plan B"),
+                  check_a: Any = None, check_b: Any = None, height: int = 820,
+                  size: tuple[int, int] = (PLOT_WIDTH_PX, PLOT_HEIGHT_PX)) -> Scene:
+    """Two plans of one task stacked on a shared hour axis; the ships placed differently highlighted in both."""
+    label = "placed differently"
+    panels, x, y, differ = _two_panels(task, (plan_a, plan_b), (check_a, check_b), titles, size, label)
     heading = f"{clean(task.get('task_id', ''))} · {len(differ)} ships placed differently"
     return Scene(title=heading, x=x, y=y, panels=panels, legend=_legend(panels, label, None), height=height,
                  plot_width=size[0], plot_height=size[1])
+
+
+def paired_scenes(task: Mapping[str, Any], plan_a: Any, plan_b: Any, *, titles: tuple[str, str] = ("plan A", "plan B"),
+                  height: int = 460, size: tuple[int, int] = (PLOT_WIDTH_PX, PLOT_HEIGHT_PX)) -> tuple[Scene, Scene]:
+    """The two panels of `compare_scene` as two charts, for two columns side by side: one hour axis and one section
+    range for both (a plan that ends later does not stretch its own chart alone), each titled with its verdict."""
+    label = "placed differently by A and B"
+    panels, x, y, _ = _two_panels(task, (plan_a, plan_b), (None, None), titles, size, label)
+    scenes = []
+    for panel in panels:
+        title, panel.subtitle = panel.subtitle, ""
+        scenes.append(Scene(title=title, x=x, y=y, panels=[panel], legend=_legend([panel], label, None),
+                            height=height, plot_width=size[0], plot_height=size[1]))
+    return scenes[0], scenes[1]
 
 
 def preview_scene(task: Mapping[str, Any]) -> Scene:
@@ -341,6 +363,12 @@ def side_by_side(task: Mapping[str, Any], plan_a: Any, plan_b: Any, *, titles: t
     """
     return to_figure(compare_scene(task, plan_a, plan_b, titles=titles, check_a=check_a, check_b=check_b,
                                    height=height))
+
+
+def paired_charts(task: Mapping[str, Any], plan_a: Any, plan_b: Any, **options: Any) -> tuple[go.Figure, go.Figure]:
+    """Two plans of one task as two figures on one time axis (see `paired_scenes` for the options)."""
+    scene_a, scene_b = paired_scenes(task, plan_a, plan_b, **options)
+    return to_figure(scene_a), to_figure(scene_b)
 
 
 def preview_chart(task: Mapping[str, Any]) -> go.Figure:

@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 from gradio import ChatMessage
 
 from viewer.markdown import code_block, compact_json, escape_cell, escape_md, fmt_num, shorten
-from viewer.summary import grade_lines, violation_lines
+from viewer.summary import failure, grade_lines, grade_words, violation_lines
 
 Event = Mapping[str, Any]
 
@@ -204,8 +204,9 @@ class ChatBuilder:
                      id=self._new_id(), status="done", log=_one_line(text, 80) or None)
 
     def _on_error(self, event: Event) -> None:
-        message = str(event.get("message") or "unknown error")
-        self._append(code_block(shorten(message, 4_000)), title="❌ Provider error", id=self._new_id(),
+        party, message = failure(str(event.get("message") or "unknown error"))
+        title = "❌ Berth server error" if party == "berth server" else "❌ Provider error"
+        self._append(code_block(shorten(message, 4_000)), title=title, id=self._new_id(),
                      log=f"turn {event.get('turn')}" if event.get("turn") is not None else None)
 
     def _on_episode_finished(self, event: Event) -> None:
@@ -457,11 +458,11 @@ def _submit_summary(event: Event, data: Mapping[str, Any], names: Mapping[int, s
     grade = metadata.get("grade") if isinstance(metadata.get("grade"), Mapping) else None
     reward = grade.get("reward") if grade else data.get("reward", event.get("reward"))
     feasible = bool((grade or data).get("feasible"))
-    title = f"🏁 Graded · reward {fmt_num(reward)} · {'feasible' if feasible else 'infeasible'}"
+    title = f"🏁 Graded · {grade_words(feasible, reward)}"
     if grade:
         lines = grade_lines(grade, rubric=metadata.get("rubric"), ships=len(names) if names else None)
     else:
-        lines = [f"**Reward {fmt_num(reward)}** · {'✅ feasible' if feasible else '❌ infeasible'}"]
+        lines = [f"**{'✅' if feasible else '❌'} {grade_words(feasible, reward)}**"]
         if data.get("cost") is not None:
             lines.append(f"- cost {fmt_num(data.get('cost'))}")
         lines += violation_lines(list(data.get("violations") or []), limit=VIOLATIONS_SHOWN, names=names)

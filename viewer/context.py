@@ -190,7 +190,7 @@ def saved_if_played(save: Callable[[dict], Any]) -> Callable[[dict], Any]:
 
     def save_played(record: dict) -> Any:
         if record.get("end_reason") == "error" and not record.get("messages"):
-            raise NotSaved("the episode never reached its server, so no rollout was kept")
+            raise NotSaved("The episode never reached its berth server, so no rollout was kept.")
         return save(record)
 
     return save_played

@@ -21,11 +21,43 @@ from viewer.replay import record_messages
 from viewer.summary import grade_panel, usage_summary
 
 PARTS = ("chart", "chat", "drafts", "grade", "optimum")
+# Every berth chart of the app sits in a box of one of these classes, drawn at least this wide (two side by side,
+# `compact`, a little narrower), so that its labels fit their ships; `FIT_CHARTS` scales it down to a narrower box.
 CSS = """
-.berth-chart {overflow-x: auto}
 .berth-chart .js-plotly-plot, .berth-chart .plot-container {min-width: 720px}
-.berth-chart-compact {overflow-x: auto}
+.berth-chart-compact .js-plotly-plot, .berth-chart-compact .plot-container {min-width: 560px}
 """
+# A chart fits its box as the share page's SVG does with its viewBox: on a box narrower than the chart (a phone) the
+# whole chart is scaled down to the box's width, the week's end in view, never cut off. Plotly measures its div
+# unscaled and reads CSS transforms when it places a hover, so the figure and its hovers stay as drawn. Negative
+# margins give back the room the scaled chart no longer takes. For the page's <head>: Gradio's `js` runs only once
+# the app has loaded, and a chart may be drawn before that.
+FIT_CHARTS = """<script>(() => {
+  const BOXES = '.berth-chart, .berth-chart-compact';
+  const fit = (box) => {
+    const plot = box && box.querySelector('.js-plotly-plot');
+    if (!plot) return;
+    const style = getComputedStyle(box);
+    const room = box.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    const drawn = parseFloat(getComputedStyle(plot).minWidth) || plot.offsetWidth;
+    const k = room > 0 && drawn > room ? room / drawn : 1;
+    const scaled = k < 1 ? `scale(${k.toFixed(4)})` : '';
+    if (plot.style.transform === scaled && plot.dataset.fitHeight === String(plot.offsetHeight)) return;
+    plot.dataset.fitHeight = String(plot.offsetHeight);
+    Object.assign(plot.style, {transform: scaled, transformOrigin: '0 0',
+                               marginRight: k < 1 ? `${(k - 1) * drawn}px` : '',
+                               marginBottom: k < 1 ? `${(k - 1) * plot.offsetHeight}px` : ''});
+  };
+  const sizes = new ResizeObserver((entries) => entries.forEach((e) => fit(e.target.closest(BOXES))));
+  const watched = new WeakSet();
+  const watch = (element) => { if (!watched.has(element)) { watched.add(element); sizes.observe(element); } };
+  const look = () => document.querySelectorAll(BOXES).forEach((box) => {
+    watch(box);
+    const plot = box.querySelector('.js-plotly-plot');
+    if (plot) watch(plot);
+  });
+  new MutationObserver(look).observe(document.documentElement, {childList: true, subtree: true});
+})();</script>"""
 
 
 @dataclass

@@ -27,7 +27,7 @@ from viewer.live import LiveView
 from viewer.markdown import fmt_num, markdown_html, shorten
 from viewer.replay import record_messages
 from viewer.share_card import cost_words
-from viewer.summary import grade_panel, usage_summary
+from viewer.summary import grade_panel, grade_words, usage_summary
 
 ARENA = "Berth-planning agent arena"
 MESSAGE_CHARS = 60_000     # one transcript message at most (the raw JSON has the whole record)
@@ -91,8 +91,8 @@ def outcome_words(view: RecordView, task: Mapping[str, Any] | None) -> list[str]
     if not view.grade:
         return [w for w in (f"not submitted (ended: {clean(view.end_reason or '?', 40)})",
                             f"reward {fmt_num(view.reward)}", turns) if w]
-    words = [f"reward {fmt_num(view.reward)}", "feasible" if view.feasible else
-             f"infeasible ({len(view.grade.get('violations') or [])} rule breaks)"]
+    breaks = "" if view.feasible else f" ({len(view.grade.get('violations') or [])} rule breaks)"
+    words = [grade_words(view.feasible, view.reward) + breaks]
     costs = cost_words(view.cost, optimal_cost(view, task))
     return [w for w in (*words, costs, turns) if w]
 
@@ -109,11 +109,13 @@ def optimal_cost(view: RecordView, task: Mapping[str, Any] | None) -> int | None
 def _facts(view: RecordView, task: Mapping[str, Any] | None) -> str:
     """The result line: reward, feasible or not, cost against the optimum, how it ended, what it took."""
     if not view.grade:
-        pill = '<span class="pill muted">not submitted</span>'
-    else:
-        pill = '<span class="pill ok">feasible</span>' if view.feasible else '<span class="pill bad">infeasible</span>'
+        pill = (f'<span class="reward">reward {fmt_num(view.reward)}</span> '
+                '<span class="pill muted">not submitted</span>')
+    else:  # the badge carries the reward: "feasible" alone beside a low reward reads as a success
+        pill = (f'<span class="pill {"ok" if view.feasible else "bad"}">'
+                f'{plain(grade_words(view.feasible, view.reward))}</span>')
     costs = cost_words(view.cost, optimal_cost(view, task))
-    facts = [f'<span class="reward">reward {fmt_num(view.reward)}</span>', pill,
+    facts = [pill,
              f"<span>{plain(costs)}</span>" if costs else "",
              f"<span>ended: {isolated(view.end_reason or '?', 40)}</span>", f"<span>{_effort(view)}</span>"]
     return " ".join(f for f in facts if f)

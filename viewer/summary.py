@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from agent.session import EnvError
 from viewer.markdown import escape_cell, fmt_num, shorten
+
+# The loop records a failure as `<exception class>: <message>` (agent/loop.py): the class says whose it was.
+_FAILURE = re.compile(r"^([A-Za-z_][\w.]*): ")
 
 # --- the live status line ------------------------------------------------------------------------------------
 
@@ -109,10 +114,12 @@ def grade_lines(grade: Mapping[str, Any], *, rubric: Mapping[str, Any] | None = 
     """The grade as Markdown lines (shared by the grade panel and the chat's submit result)."""
     reference = reference or {}
     feasible = bool(grade.get("feasible"))
-    lines = [f"**Reward {fmt_num(grade.get('reward'))}** · {'✅ feasible' if feasible else '❌ infeasible'}"]
     cost = grade.get("cost")
     optimal = _first_int(grade.get("optimal_cost"), reference.get("optimal_cost"))
     naive = _first_int(grade.get("naive_cost"), reference.get("naive_cost"))
+    standing = standing_words(cost, optimal, naive) if feasible else None
+    lines = [f"**{'✅' if feasible else '❌'} {grade_words(feasible, grade.get('reward'))}**"
+             + (f" · {standing}" if standing else "")]
     if feasible and cost is not None:
         detail = f"delay {fmt_num(grade.get('delay_cost'))}, {fmt_num(grade.get('moves'))} moved ships"
         lines.append(f"- cost **{fmt_num(cost)}** ({detail})")
@@ -124,11 +131,9 @@ def grade_lines(grade: Mapping[str, Any], *, rubric: Mapping[str, Any] | None = 
                 pct = f" ({100 * above / optimal:+.1f} %)" if optimal else ""
                 lines.append(f"- optimum {fmt_num(optimal)}: {above:,} above{pct}")
         if naive is not None:
-            closed = gap_closed(cost, optimal, naive)
-            closed_text = f", {closed:.1f} % of the naive-to-optimum gap closed" if closed is not None else ""
-            lines.append(f"- naive plan {fmt_num(naive)}{closed_text}")
+            lines.append(f"- naive re-plan {fmt_num(naive)}{_against_naive(cost, optimal, naive)}")
     elif optimal is not None or naive is not None:
-        lines.append(f"- optimum {fmt_num(optimal)} · naive plan {fmt_num(naive)}")
+        lines.append(f"- optimum {fmt_num(optimal)} · naive re-plan {fmt_num(naive)}")
     clean = grade.get("clean_fraction")
     problems = list(grade.get("parse_problems") or [])
     if clean is not None:
@@ -162,6 +167,34 @@ def violation_lines(violations: Iterable[Mapping[str, Any]], *, limit: int = 5, 
     return lines
 
 
+def grade_words(feasible: bool, reward: Any) -> str:
+    """A grade's badge: feasible or not, always with its reward ("feasible, reward 0.2"), since a plan that keeps
+    every rule may still score little. The app's grade, the chat's and the share page's badge all say this."""
+    return f"{'feasible' if feasible else 'infeasible'}, reward {fmt_num(reward)}"
+
+
+def standing_words(cost: int | None, optimal: int | None, naive: int | None) -> str | None:
+    """Where a feasible plan's cost stands, in the words a visitor reads at a glance: at the optimum, or better
+    than, no better than or worse than the naive re-plan (None when the costs are not known)."""
+    if cost is None:
+        return None
+    if optimal is not None and cost <= optimal:
+        return "at the optimum"
+    if naive is None:
+        return None
+    return ("better than the naive re-plan" if cost < naive else
+            "no better than the naive re-plan" if cost == naive else "worse than the naive re-plan")
+
+
+def _against_naive(cost: int, optimal: int | None, naive: int) -> str:
+    """The naive re-plan's line after its cost: how much of its gap to the optimum the plan closed, or how much
+    dearer the plan is (never a negative share)."""
+    if cost > naive:
+        return f": {cost - naive:,} cheaper than this plan"
+    closed = gap_closed(cost, optimal, naive)
+    return f": this plan closed {closed:.1f} % of its gap to the optimum" if closed is not None else ""
+
+
 def gap_closed(cost: int | None, optimal: int | None, naive: int | None) -> float | None:
     """Percent of the way from the naive plan's cost to the optimum (100 at the optimum, 0 at naive, <0 worse)."""
     if cost is None or optimal is None or naive is None or naive == optimal:
@@ -190,6 +223,20 @@ def _first_int(*values: Any) -> int | None:
     return None
 
 
+# --- failures ----------------------------------------------------------------------------------------------
+
+def failure(message: str) -> tuple[str, str]:
+    """Whose a recorded failure was and what it says, in a visitor's words: the berth server's (its session's
+    EnvError: unreachable, refusing, answering nonsense) or else the model provider's, and the message without the
+    exception's class name, which tells a visitor nothing (the record keeps it whole)."""
+    message = str(message)
+    match = _FAILURE.match(message)
+    if match is None:
+        return "provider", message
+    name = match.group(1).rsplit(".", 1)[-1]
+    return ("berth server" if name == EnvError.__name__ else "provider"), message[match.end():] or message
+
+
 # --- usage ---------------------------------------------------------------------------------------------------
 
 def usage_summary(record: Mapping[str, Any], *, heading: bool = True) -> str:
@@ -211,5 +258,6 @@ def usage_summary(record: Mapping[str, Any], *, heading: bool = True) -> str:
     for switch in record.get("provider_switches") or []:
         lines.append(f"- provider switch: {escape_cell(shorten(str(switch), 300))}")
     for err in record.get("errors") or []:
-        lines.append(f"- ❌ error: {escape_cell(shorten(str(err), 300))}")
+        party, text = failure(str(err))
+        lines.append(f"- ❌ {party} error: {escape_cell(shorten(text, 300))}")
     return "\n".join(lines if heading else lines[1:])

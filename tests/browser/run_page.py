@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Page, expect
 
 RED = "rgb(214, 39, 40)"  # the chart's violation outline (#D62728) as the browser reports it
@@ -44,3 +45,25 @@ def red_ships(page: Page, chart: str) -> int:
 
 def wait_until_no_red_ships(page: Page, chart: str, timeout: float) -> None:
     page.wait_for_function(f"(args) => ({COUNT_RED})(args) === 0", arg=[chart, RED], timeout=timeout)
+
+
+# A berth chart fits its box (viewer/rollout_panel.FIT_CHARTS): the whole picture, its last day label included,
+# inside the box's edges; else what sticks out.
+CHART_FITS = """(sel) => {
+  const box = document.querySelector(sel), svg = box && box.querySelector('.main-svg');
+  if (!svg) return `no chart in ${sel}`;
+  const b = box.getBoundingClientRect(), s = svg.getBoundingClientRect();
+  const days = [...box.querySelectorAll('.xaxislayer-above text')].map((t) => t.getBoundingClientRect().right);
+  const last = Math.max(...days);
+  const fits = days.length > 0 && s.left >= b.left - 1 && s.right <= b.right + 1 && last <= b.right + 1
+    && s.bottom <= b.bottom + 1;
+  return fits ? 'fits' : `chart x ${s.left}-${s.right} (last day label ends at ${last}), bottom ${s.bottom}; ` +
+    `box x ${b.left}-${b.right}, bottom ${b.bottom}`; }"""
+
+
+def assert_chart_fits(page: Page, chart: str) -> None:
+    """The chart `chart` (a selector) shows whole in its box, the week's end in view (it is fitted when drawn)."""
+    try:
+        page.wait_for_function(f"(sel) => ({CHART_FITS})(sel) === 'fits'", arg=chart, timeout=10000)
+    except PlaywrightError:
+        raise AssertionError(f"{chart}: {page.evaluate(CHART_FITS, chart)}") from None

@@ -1,7 +1,7 @@
-"""The Arena in Debian's chromium, one app and two page boots for the whole scenario: on a laptop, a named match of
-two baselines races side by side to its verdict and takes one vote; on a phone, its `?match=` link replays it
-stacked (after the app has forgotten it, as after a restart), then a random match keeps the models' names out of
-everything the page receives until the vote.
+"""The Arena in Debian's chromium, one app and three page boots for the whole scenario: on a laptop, a named match
+of two baselines races side by side to its verdict, takes one vote, and its `?match=` link replays it while the app
+holds it; on a phone, the link replays it stacked (after the app has forgotten it, as after a restart), landing on
+the verdict, then a random match keeps the models' names out of everything the page receives until the vote.
 
 "Everything the page receives" is read where it arrives: an init script copies the bytes of Gradio's event streams
 (`/queue/data`) as the page reads them. The same copy holds the names once they may be shown, so the check can fail.
@@ -16,7 +16,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import ARTIFACTS, DESKTOP, PHONE
-from tests.browser.run_page import in_first_viewport
+from tests.browser.run_page import assert_chart_fits, in_first_viewport
 
 pytestmark = pytest.mark.browser
 
@@ -64,6 +64,9 @@ def test_the_arena_on_a_laptop_and_a_phone(arena, new_page, monkeypatch):
     laptop = new_page(DESKTOP)
     open_arena(laptop, arena.url)
     match_id = named_match_with_a_vote(laptop, arena)
+    laptop.goto(f"{arena.url}?match={match_id}")  # the link the page offers, opened while the app holds the match
+    expect(laptop.locator("#arena-verdict")).to_contain_text("A (baseline:greedy) wins on reward", timeout=30000)
+    both_sides_drawn(laptop)
     arena.ctx.matches._matches.pop(match_id)
     phone = new_page(PHONE)
     phone.add_init_script(COPY_STREAMS)
@@ -98,9 +101,11 @@ def named_match_with_a_vote(page: Page, arena) -> str:
     expect(page.locator("#arena-a-head")).to_contain_text("🏆 A · baseline:greedy")
     expect(page.locator("#arena-b-head")).to_have_text("B · baseline:hasty")
     for side in "ab":
-        expect(page.locator(f"#arena-{side}-grade")).to_contain_text("Reward")
+        expect(page.locator(f"#arena-{side}-grade")).to_contain_text("feasible, reward")
         expect(page.locator(f"#arena-{side}-chat")).to_contain_text("submit_plan")
         expect(page.locator(f"#arena-{side}-info")).to_contain_text("share link")
+    # The hasty side keeps every rule yet costs more than the naive re-plan: its grade says so in words.
+    expect(page.locator("#arena-b-grade")).to_contain_text("✅ feasible, reward 0.2 · worse than the naive re-plan")
     expect(page.locator("#arena-stop")).to_be_disabled()
     expect(page.locator("#arena-skip")).to_be_hidden()  # named: nothing to skip to
     page.screenshot(path=str(ARTIFACTS / "arena-verdict-desktop.png"))
@@ -114,16 +119,30 @@ def named_match_with_a_vote(page: Page, arena) -> str:
     return match_id
 
 
+def both_sides_drawn(page: Page) -> None:
+    """Each side's chart shows its last draft (not the published plan it starts from), with the slider over its
+    drafts, and fits its box."""
+    for side in "ab":
+        chart = f"#arena-{side}-chart"
+        expect(page.locator(f"{chart} .js-plotly-plot")).to_be_visible()
+        expect(page.locator(f"{chart} .gtitle")).to_contain_text(re.compile(r"Draft (\d+) of \1 \(submitted"))
+        expect(page.locator(f"#arena-{side}-plan-step")).to_be_visible()
+        expect(page.locator(f"#arena-{side}-plan-step")).to_contain_text("Draft (1-")
+        assert_chart_fits(page, chart)
+
+
 def replayed_from_its_link(page: Page) -> None:
-    """The match replayed side by side from the folder, its names shown and its voting closed."""
+    """The match replayed side by side from the folder, its names shown and its voting closed; a phone lands on
+    the verdict."""
     expect(page.locator("#arena-verdict")).to_contain_text("A (baseline:greedy) wins on reward", timeout=30000)
+    expect(page.locator("#arena-verdict")).to_be_in_viewport()
     expect(page.get_by_role("tab", selected=True)).to_have_text("Arena")
     expect(page.locator("#arena-ballot")).to_contain_text("Voting on this match is closed")
     expect(page.locator("#arena-ballot")).to_contain_text("a is better 1")
     expect(page.locator("#arena-vote")).to_be_hidden()
     for side in "ab":
         expect(page.locator(f"#arena-{side}-chat")).to_contain_text("submit_plan")
-        expect(page.locator(f"#arena-{side}-chart .js-plotly-plot")).to_be_visible()
+    both_sides_drawn(page)
     a_box, b_box = sides(page)
     assert b_box["y"] >= a_box["y"] + a_box["height"] - 1 and b_box["width"] > PHONE["width"] - 40  # stacked
 

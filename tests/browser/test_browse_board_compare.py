@@ -14,7 +14,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.browse_page import ORANGE, PAGE_INFO, TASK, cell, rows_of
-from tests.browser.conftest import ARTIFACTS
+from tests.browser.conftest import ARTIFACTS, DESKTOP, PHONE
 
 pytestmark = pytest.mark.browser
 
@@ -29,6 +29,11 @@ def test_the_leaderboard_leads_to_rollouts_and_shows_model_names_as_text(browse,
         box = header.bounding_box()
         assert box is None or box["height"] < 60, f"header {header.inner_text()!r} wraps"
     expect(board).to_contain_text('<img src=x onerror="window.__xss = 1">')  # a model named in HTML
+    for size in (DESKTOP, PHONE):  # a wide table scrolls sideways to its last column, its models fixed at the left
+        page.set_viewport_size(size)
+        headers = [h.strip() for h in page.locator("#board [role=columnheader]").all_inner_texts()]
+        assert scrolled_to_its_end(page, "#board") == {"first": "model", "last": headers[-1]}, size
+    page.set_viewport_size(DESKTOP)
     assert page.locator("#board img, #heatmap img").count() == 0 and page.evaluate("window.__xss") is None
     board.get_by_text("openai:gpt-5.5@medium", exact=True).first.click()
     expect(page).to_have_url(re.compile(r"model=openai"), timeout=20000)
@@ -36,6 +41,16 @@ def test_the_leaderboard_leads_to_rollouts_and_shows_model_names_as_text(browse,
     expect(cell(page, "#rollouts", 0, 0)).to_have_text("openai:gpt-5.5@medium", timeout=20000)
     models = {cell(page, "#rollouts", i, 0).inner_text().strip() for i in range(rows_of(page, "#rollouts").count())}
     assert models == {"openai:gpt-5.5@medium"}
+
+
+def scrolled_to_its_end(page, table: str) -> dict:
+    """Scroll the table `table` sideways to its end; the headers then seen whole in its box, first and last."""
+    page.locator(f"{table} .virtual-table-viewport").evaluate("e => { e.scrollLeft = e.scrollWidth; }")
+    return page.evaluate("""(sel) => {
+        const box = document.querySelector(sel + ' .virtual-table-viewport').getBoundingClientRect();
+        const seen = [...document.querySelectorAll(sel + ' [role=columnheader]')].filter((h) => {
+            const r = h.getBoundingClientRect(); return r.left >= box.left - 1 && r.right <= box.right + 1; });
+        return {first: seen[0]?.innerText.trim(), last: seen[seen.length - 1]?.innerText.trim()}; }""", table)
 
 
 def test_a_heatmap_cell_opens_that_tasks_best_rollout(browse, new_page):
@@ -50,12 +65,21 @@ def test_a_heatmap_cell_opens_that_tasks_best_rollout(browse, new_page):
     expect(page.locator("#rollout-head")).to_contain_text(TASK)
 
 
+HOUR_AXIS = "(sel) => document.querySelector(sel + ' .js-plotly-plot')._fullLayout.xaxis.range"
+
+
 def test_compare_highlights_only_the_ships_that_differ(browse, new_page):
     app, record, rival, _ = browse
     page = new_page()
-    page.goto(f"{app.url}?tab=browse&rollout={rival['episode_id']}&compare={record['episode_id']}")
+    page.goto(f"{app.url}?tab=browse&rollout={rival['episode_id']}&view=compare")  # A at once, before B is picked
     expect(page.locator("#compare-a-chart .js-plotly-plot")).to_be_visible(timeout=30000)
-    expect(page.locator("#compare-b-chart .js-plotly-plot")).to_be_visible()
+    expect(page.locator("#compare-a-chat")).to_contain_text("submit_plan")
+    expect(page.locator("#compare-head")).to_contain_text("Pick B above")
+    page.goto(f"{app.url}?tab=browse&rollout={rival['episode_id']}&compare={record['episode_id']}")
+    expect(page.locator("#compare-b-chart .js-plotly-plot")).to_be_visible(timeout=30000)
+    expect(page.locator("#compare-a-chart .js-plotly-plot")).to_be_visible()
+    # One time axis for both: a plan that ends later does not stretch its own chart alone.
+    assert page.evaluate(HOUR_AXIS, "#compare-a-chart") == page.evaluate(HOUR_AXIS, "#compare-b-chart")
     head = page.locator("#compare-head")
     expect(head).to_contain_text("openai:gpt-5.5@medium")
     expect(head).to_contain_text("anthropic:claude-sonnet-5-5@high")

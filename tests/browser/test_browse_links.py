@@ -12,6 +12,7 @@ from playwright.sync_api import expect
 
 from tests.browser.browse_page import PAGE_INFO, ROLLOUT_HEAD, TASK, cell, in_first_viewport
 from tests.browser.conftest import ARTIFACTS, DESKTOP, PHONE
+from tests.browser.run_page import assert_chart_fits
 
 pytestmark = pytest.mark.browser
 
@@ -54,6 +55,7 @@ def test_a_share_link_lands_on_its_rollout_and_a_bad_one_says_why(browse, new_pa
     detail_box, list_box = (page.locator(s).bounding_box() for s in ("#rollout-detail", "#rollout-list"))
     assert detail_box["y"] < list_box["y"]
     assert in_first_viewport(page, "#rollout-head")
+    assert_chart_fits(page, "#browse-chart")
     page.set_viewport_size(laptop)
 
     page.get_by_text("Beside the proven optimum").click()  # drawn on demand, below the first view

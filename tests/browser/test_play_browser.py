@@ -21,6 +21,7 @@ from testkit.fakehub import running_fakehub
 from tests.app_fixtures import launched_app
 from tests.browser.conftest import ARTIFACTS, PHONE
 from tests.browser.conftest import DESKTOP as LAPTOP
+from tests.browser.run_page import assert_chart_fits
 from tests.tasks_helpers import REPO, TRAIN_COUNT, TRAIN_TASK, published_dataset
 
 pytestmark = pytest.mark.browser
@@ -97,6 +98,7 @@ def test_a_train_task_played_by_hand_checks_submits_and_lands_in_browse(dataset_
     expect(page.locator("#play-check")).to_have_text("Check (10 left)", timeout=WAIT)
     snap(page, "play-1440x900-idle")
     page.set_viewport_size(PHONE)
+    assert_chart_fits(page, "#play-chart")
     snap(page, "play-390x844-idle")
     page.set_viewport_size(LAPTOP)
 
@@ -118,13 +120,15 @@ def test_a_train_task_played_by_hand_checks_submits_and_lands_in_browse(dataset_
     expect(page.locator("#play-chart")).to_contain_text("Check 1 · infeasible", timeout=WAIT)
     snap(page, "play-1440x900-checked")
 
-    page.get_by_text("Plan as JSON (paste one in)").click()
+    page.get_by_text("Plan as JSON").click()  # the box holds the table's plan, the edit included, to copy
+    shown = json.loads(page.locator("#play-json textarea").input_value())
+    assert len(shown) == len(task["ships"]) and shown[5]["ship"] == 5 and shown[5]["berth_hour"] == 80
     page.locator("#play-json textarea").fill(json.dumps(task["reference"]["optimal_plan"]))
     page.locator("#play-load-json").click()
     expect(verdict).to_contain_text("The pasted plan is in the table", timeout=WAIT)
     page.locator("#play-submit").click()
     expect(verdict).to_contain_text("Submitted · reward 1", timeout=30000)
-    expect(page.locator("#play-grade")).to_contain_text("Reward 1", timeout=WAIT)
+    expect(page.locator("#play-grade")).to_contain_text("feasible, reward 1", timeout=WAIT)
     expect(page.locator("#play-optimal .js-plotly-plot")).to_be_visible(timeout=WAIT)
     expect(page.locator("#play-check")).to_be_disabled(timeout=WAIT)
     episode_id = re.search(r"rollout ([0-9a-f]{12})", verdict.inner_text()).group(1)

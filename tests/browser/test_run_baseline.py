@@ -12,6 +12,7 @@ from playwright.sync_api import expect
 
 from tests.browser.conftest import ARTIFACTS, DESKTOP, PHONE
 from tests.browser.run_page import (
+    assert_chart_fits,
     episode_of,
     in_first_viewport,
     open_form,
@@ -32,6 +33,7 @@ def test_a_paced_baseline_runs_live_to_a_grade_and_its_link_reattaches(arena, ne
     open_form(page, arena.url)
     for selector in ("#model", "#task", "#run"):  # Run in reach on a phone and on a laptop
         assert in_first_viewport(page, selector), f"{selector} is below the fold at {PHONE}"
+    assert_chart_fits(page, "#preview-chart")  # the whole week on a phone, scaled to its box
     page.set_viewport_size(DESKTOP)
     for selector in ("#model", "#task", "#run"):
         assert in_first_viewport(page, selector), f"{selector} is below the fold at {DESKTOP}"
@@ -45,7 +47,7 @@ def test_a_paced_baseline_runs_live_to_a_grade_and_its_link_reattaches(arena, ne
     page.locator("#key-anthropic input").fill(SECRET)
     page.locator("#run").click()
     started, bubbles = time.monotonic(), 0
-    while "Reward" not in page.locator("#grade").inner_text() and time.monotonic() - started < 90:
+    while "reward" not in page.locator("#grade").inner_text() and time.monotonic() - started < 90:
         bubbles += page.locator("#chat [aria-label='Loading response']").count()
         time.sleep(0.1)
     took = time.monotonic() - started
@@ -85,7 +87,7 @@ def test_a_paced_baseline_runs_live_to_a_grade_and_its_link_reattaches(arena, ne
     other.goto(f"{arena.url}?episode={episode_id}")
     expect(other.locator("#episode-info")).to_contain_text(episode_id, timeout=30000)
     expect(other.locator("#chat")).to_contain_text("submit_plan")
-    expect(other.locator("#grade")).to_contain_text("Reward")
+    expect(other.locator("#grade")).to_contain_text("reward")
     expect(other.locator("#stop")).to_be_disabled()
     other.screenshot(path=str(ARTIFACTS / "run-tab-episode-link.png"), full_page=True)
     # A link to no episode says so (a malformed id's message: tests/viewer/test_run_app.py).

@@ -16,6 +16,7 @@ from viewer.chart import (
     VIOLATION_LINE,
     berth_chart,
     moved_ships,
+    paired_charts,
     plan_steps,
     side_by_side,
 )
@@ -179,6 +180,22 @@ def test_side_by_side_highlights_ships_placed_differently(pack) -> None:
     assert subtitles == ["model · infeasible · 3 violations on 2 ships", "optimal · feasible · cost 87"]
     assert fig.layout.title.text == f"{BUSY} · 1 ships placed differently"
     assert {t.yaxis for t in fig.data if t.name == "ships"} == {"y", "y2"}
+
+
+def test_paired_charts_share_one_time_axis_and_highlight_what_differs(pack) -> None:
+    """Compare's two charts, side by side: a plan that ends a day later stretches both (each alone would end at its
+    own last ship), and only the ships placed differently are highlighted, in both."""
+    task = pack.get(BUSY)
+    late = _optimal(task)
+    late[12].update(berth_hour=260)  # well past the week's end: its chart alone runs on
+    alone = [berth_chart(task, plan).layout.xaxis.range for plan in (late, _optimal(task))]
+    assert alone[0] != alone[1]
+    fig_a, fig_b = paired_charts(task, late, _optimal(task), titles=("A: model", "B: other"))
+    assert fig_a.layout.xaxis.range == fig_b.layout.xaxis.range == alone[0]
+    assert fig_a.layout.yaxis.range == fig_b.layout.yaxis.range
+    for fig in (fig_a, fig_b):
+        assert {n for n, s in _shapes(fig, "ship:").items() if s["fillcolor"] == MOVED_FILL} == {"ship:12"}
+    assert fig_a.layout.title.text.startswith("A: model · ") and fig_b.layout.title.text == "B: other · feasible · cost 87"
 
 
 def test_plan_steps_from_events_and_records() -> None:

@@ -180,10 +180,11 @@ def test_submit_result_shows_the_grade(task: dict) -> None:
     (call,) = _by_title(messages, "🛠️ submit_plan")
     assert _meta(call)["title"] == "🛠️ submit_plan · 🏁 reward 1.0"
     (result,) = [m for m in messages if _meta(m).get("parent_id") == _meta(call)["id"]]
-    assert _meta(result)["title"] == "🏁 Graded · reward 1.0 · feasible"
+    assert _meta(result)["title"] == "🏁 Graded · feasible, reward 1.0"
     assert "cost **87**" in result.content
     assert "optimum 87: at the optimum" in result.content
-    assert f"naive plan {task['reference']['naive_cost']}, 100.0 % of the naive-to-optimum gap closed" \
+    assert "**✅ feasible, reward 1.0** · at the optimum" in result.content
+    assert f"naive re-plan {task['reference']['naive_cost']}: this plan closed 100.0 % of its gap to the optimum" \
         in result.content
     assert "17/17 ships" in result.content
 

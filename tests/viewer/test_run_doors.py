@@ -138,6 +138,7 @@ def test_a_server_that_cannot_be_reached_leaves_no_rollout(tmp_path):
     from agent.runs import RunRegistry
     from rollouts.store import RolloutStore
     from testkit.servers import free_port
+    from viewer.chat import chat_messages
     from viewer.context import saved_if_played
 
     store = RolloutStore(tmp_path / "rollouts")
@@ -147,7 +148,11 @@ def test_a_server_that_cannot_be_reached_leaves_no_rollout(tmp_path):
                              server_policy=ServerPolicy.build([], "localhost"))  # allowed, but nothing listens
         wait_for(lambda: run.finished, timeout=60)
         assert [e["type"] for e in run.events] == ["error", "episode_finished"]
-        assert "no rollout was kept" in run.save_error
+        assert run.save_error == "The episode never reached its berth server, so no rollout was kept."
+        titled = [m for m in chat_messages(run.events) if (m.metadata or {}).get("title") == "❌ Berth server error"]
+        assert len(titled) == 1  # the server's fault, named so, in words
+        assert "could not start an episode on http://localhost" in titled[0].content
+        assert "EnvError" not in titled[0].content
         assert store.rows() == [] and not list(store.root.rglob("*.json"))
     finally:
         store.close()

@@ -51,7 +51,7 @@ def test_the_last_frame_draws_the_submitted_plan_even_when_no_plan_is_new(sectio
     assert "chart" not in quiet  # between the ends nothing new is drawn again
     last = run_stream.live_frame(section, view, task, SimpleNamespace(record=record), None, final=True)
     assert title(last) == title(before) and last["steps"] == record["steps"]
-    assert "Reward" in last["grade"]
+    assert "infeasible, reward" in last["grade"]
 
 
 def test_every_frame_shows_the_episode_not_the_preview(section):

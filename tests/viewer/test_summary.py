@@ -7,7 +7,15 @@ import pytest
 from agent import events as ev
 from berth_env import grade, load_pack, naive_plan
 from viewer.markdown import code_block, escape_md
-from viewer.summary import gap_closed, grade_panel, status_line, usage_summary
+from viewer.summary import (
+    failure,
+    gap_closed,
+    grade_panel,
+    grade_words,
+    standing_words,
+    status_line,
+    usage_summary,
+)
 
 TASK_ID = "dock-24B-w06x1-busy-0"
 
@@ -79,11 +87,12 @@ def test_grade_panel_of_a_costlier_feasible_plan(task: dict) -> None:
     optimal, naive = task["reference"]["optimal_cost"], task["reference"]["naive_cost"]
     assert graded["feasible"] and graded["cost"] == naive > optimal
     panel = grade_panel(record)
-    assert panel.startswith("### Grade\n**Reward ")
+    assert panel.startswith(f"### Grade\n**✅ feasible, reward {graded['reward']:.4f}".rstrip("0") + "** · "
+                            "no better than the naive re-plan\n")
     assert f"- cost **{naive}**" in panel
     above = naive - optimal
     assert f"- optimum {optimal}: {above} above (+{100 * above / optimal:.1f} %)" in panel
-    assert f"- naive plan {naive}, 0.0 % of the naive-to-optimum gap closed" in panel
+    assert f"- naive re-plan {naive}: this plan closed 0.0 % of its gap to the optimum" in panel
     assert "- ships clean: 17/17 ships, 1.0" in panel
     assert f"- rubric: ships_clean 1.0 · cost_quality {graded['quality']:.4f}".rstrip("0") in panel
     assert "- violations: 0" in panel
@@ -95,8 +104,8 @@ def test_grade_panel_of_an_infeasible_grade_dict(task: dict) -> None:
     plan.append({"ship": 99, "berth_hour": 1, "section": 2})
     graded = grade(task, plan)
     panel = grade_panel(graded, task)
-    assert "❌ infeasible" in panel
-    assert f"- optimum {task['reference']['optimal_cost']} · naive plan {task['reference']['naive_cost']}" in panel
+    assert f"**❌ infeasible, reward {graded['reward']:.4f}**\n" in panel  # no standing: it broke rules
+    assert f"- optimum {task['reference']['optimal_cost']} · naive re-plan {task['reference']['naive_cost']}" in panel
     assert "- ships clean: 15/17 ships" in panel  # ships 0 and 12 overlap
     assert "- violations: 3 · parse problems: 1" in panel
     assert "unknown ship" in panel
@@ -111,6 +120,22 @@ def test_grade_panel_without_a_submission_and_with_hostile_text() -> None:
     panel = grade_panel(hostile)
     assert "<img" not in panel and "&lt;img src=x onerror=alert(1)&gt; \\| pipe" in panel
     assert grade_panel(None) == "### Grade\nNo grade yet."
+
+
+def test_a_feasible_plan_dearer_than_the_naive_re_plan_says_it_is_worse() -> None:
+    """A rule-keeping plan that scores little reads as what it is: worse than the naive re-plan, in words, never as a
+    negative share of the gap closed, and the feasible badge carries its reward."""
+    graded = {"reward": 0.2, "feasible": True, "cost": 687, "delay_cost": 672, "moves": 3, "optimal_cost": 114,
+              "naive_cost": 311, "clean_fraction": 1.0, "quality": 0.0, "violations": [], "parse_problems": []}
+    panel = grade_panel(graded)
+    assert panel.split("\n")[1] == "**✅ feasible, reward 0.2** · worse than the naive re-plan"
+    assert "- naive re-plan 311: 376 cheaper than this plan" in panel
+    assert "%  of" not in panel and "-190" not in panel and "gap closed" not in panel
+    assert standing_words(311, 114, 311) == "no better than the naive re-plan"
+    assert standing_words(200, 114, 311) == "better than the naive re-plan"
+    assert standing_words(114, 114, 311) == "at the optimum"
+    assert standing_words(200, None, None) is None
+    assert grade_words(False, 0.05) == "infeasible, reward 0.05"
 
 
 def test_gap_closed() -> None:
@@ -133,7 +158,18 @@ def test_usage_summary() -> None:
     assert lines[1] == "- 4 turns · 2 checks · 61.3 s · ended: submitted"
     assert lines[2] == "- tokens: 40,000 in / 8,000 out (2,000 out per turn)"
     assert lines[3] == "- provider switch: nebius -&gt; together"  # shows as "->"
-    assert lines[4] == "- ❌ error: APIError: &lt;script&gt;x&lt;/script&gt;"
+    assert lines[4] == "- ❌ provider error: &lt;script&gt;x&lt;/script&gt;"
+
+
+def test_a_failure_is_named_as_its_partys_without_the_exception_class() -> None:
+    """An unreachable berth server is the server's fault, not the provider's, and a visitor reads what happened,
+    not a Python class name."""
+    offline = "EnvError: could not start an episode on https://fineenvs-portsimenv.hf.space: Name or service not known"
+    assert failure(offline) == ("berth server", "could not start an episode on "
+                                                "https://fineenvs-portsimenv.hf.space: Name or service not known")
+    assert failure("InternalServerError: Error code: 500") == ("provider", "Error code: 500")
+    assert failure("the model said nothing") == ("provider", "the model said nothing")
+    assert "- ❌ berth server error: could not start" in usage_summary({"errors": [offline]})
 
 
 # --- helpers ----------------------------------------------------------------------------------------------------

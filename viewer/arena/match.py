@@ -91,7 +91,8 @@ async def match_frames(section: ArenaSection, match: LiveMatch, request: gr.Requ
             yield out
         await asyncio.sleep(FRAME_S / 2)
     await in_worker(match.concluded.wait, CONCLUDE_WAIT_S)
-    yield match_frame(section, live_snapshot(match, visitor), request)
+    # Each side's chart and slider again: a stream's last frame must not leave out what it drew (EpisodeFrames).
+    yield {**frames[0].drawn, **frames[1].drawn, **match_frame(section, live_snapshot(match, visitor), request)}
 
 
 def match_frame(section: ArenaSection, snap: Snapshot, request: gr.Request | None) -> dict:

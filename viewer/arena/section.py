@@ -57,13 +57,13 @@ CSS = """
   #arena-form, #arena-sides {flex-direction: column}
   #arena-vote {flex-wrap: wrap}
   #arena-vote button {flex: 1 1 40%}
-  /* stacked, each side has the whole width: its chart keeps the Run tab's width and scrolls sideways */
-  #arena-a .berth-chart-compact .js-plotly-plot, #arena-b .berth-chart-compact .js-plotly-plot {min-width: 720px}
 }
 """
 # On a phone the match is below the form: bring the verdict line (and the sides under it) into view.
 SCROLL_TO_MATCH = """() => { if (window.innerWidth < 768) {
   document.querySelector('#arena-verdict')?.scrollIntoView({behavior: 'smooth', block: 'start'}); } }"""
+# A match link lands there too, once the match is on the page (an ordinary page load stays at the form).
+LAND_ON_MATCH = f"(match) => {{ if (match) ({SCROLL_TO_MATCH})(); }}"
 
 
 # -- building --------------------------------------------------------------------------------------------------
@@ -250,8 +250,9 @@ def wire_page_load(section: ArenaSection, demo: gr.Blocks) -> None:
     """`?tab=arena` opens this tab; `?match=<id>` opens it on that match."""
     loaded = demo.load(match_link, None, [section.watch, section.app_tabs], api_visibility="private",
                        show_progress="hidden", queue=False)
-    loaded.then(bind(attach_match, section), [section.watch], section.match_outputs, show_progress="hidden",
-                api_visibility="private")
+    attached = loaded.then(bind(attach_match, section), [section.watch], section.match_outputs,
+                           show_progress="hidden", api_visibility="private")
+    attached.then(None, [section.watch], None, js=LAND_ON_MATCH, api_visibility="private")
 
 
 def match_link(request: gr.Request) -> tuple[str, Any]:

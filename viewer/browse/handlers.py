@@ -33,9 +33,9 @@ from viewer.browse.views import (
     status_markdown,
     with_ratings,
 )
-from viewer.chart import berth_chart, moved_ships
+from viewer.chart import berth_chart, moved_ships, paired_charts
 from viewer.convergence import convergence_figure
-from viewer.markdown import escape_cell
+from viewer.markdown import escape_cell, fmt_num
 from viewer.rollout_panel import cleared, draft, optimum, stored_rollout
 from viewer.wiring import base_url, unchanged
 
@@ -212,7 +212,9 @@ def render(section: BrowseSection, old: BrowseState | None, new: BrowseState, *,
     if new.view == "board" and (old is None or old.view != "board" or _list_key(old) != _list_key(new)
                                 or force_list):
         out.update(board_view(section, new))
-    if old is None or (old.rollout, old.compare) != (new.rollout, new.compare):
+    # Drawn when shown (A is there at once, B once picked), not on every rollout opened in the list.
+    if new.view == "compare" and (old is None or old.view != "compare"
+                                  or (old.rollout, old.compare) != (new.rollout, new.compare)):
         out.update(compare_view(section, new))
     return out
 
@@ -293,35 +295,35 @@ def board_view(section: BrowseSection, state: BrowseState) -> dict:
 
 
 def compare_view(section: BrowseSection, state: BrowseState) -> dict:
+    """A (the open rollout) at once, and B beside it once picked: both plans on one time axis, the ships placed
+    differently highlighted in both, and their table."""
     a_side, b_side = section.compare_a, section.compare_b
     empty = {**cleared(a_side), **cleared(b_side), section.compare_diff: None}
-    if not (state.rollout and state.compare):
-        hint = ("Pick B above." if state.rollout else
-                "Open a rollout in **Rollouts** first (it becomes A), then pick B here.")
-        return {**empty, section.compare_head: hint}
+    if not state.rollout:
+        return {**empty, section.compare_head: "Open a rollout in **Rollouts** first (it becomes A), then pick B here."}
     try:
         a, _ = section.ctx.records.get(state.rollout)
-        b, _ = section.ctx.records.get(state.compare)
+        b = section.ctx.records.get(state.compare)[0] if state.compare else None
     except (RolloutNotFound, SourceError) as exc:
         return {**empty, section.compare_head: f"⚠️ {escape_cell(str(exc))}"}
+    task, plan_a = _task(section, a), RecordView(a).final_plan
+    if b is None:  # A alone until B is picked
+        chart = berth_chart(task, plan_a, published=False, cranes=False,
+                            title=f"A: {a.get('model')}") if task is not None else None
+        return {**empty, **stored_rollout(a_side, a, task, chart=chart),
+                section.compare_head: f"**A** {escape_cell(a.get('model'))} · reward **{fmt_num(a.get('reward'))}**"
+                                      "  \nPick B above: another rollout of the same task."}
     if a.get("task_id") != b.get("task_id"):
         return {**empty, section.compare_head: f"⚠️ A is on {escape_cell(a.get('task_id'))} and B on "
                                               f"{escape_cell(b.get('task_id'))}: compare needs two rollouts of "
                                               "the same task."}
-    task = _task(section, a)
-    plan_a, plan_b = RecordView(a).final_plan, RecordView(b).final_plan
+    plan_b = RecordView(b).final_plan
     if task is None:
         return {**empty, section.compare_head: compare_header(a, b, 0) + "  \nThis task is not in this Space's "
                                                                          "task pack, so the plans cannot be drawn."}
-    differ = moved_ships(task, plan_a, plan_b)
-
-    def chart(record: dict, plan: Any, side: str) -> Any:
-        return berth_chart(task, plan, highlight=differ, highlight_label="placed differently by A and B",
-                           published=False, cranes=False, title=f"{side}: {record.get('model')}")
-
-    return {section.compare_head: compare_header(a, b, len(differ)),
-            **stored_rollout(a_side, a, task, chart=chart(a, plan_a, "A")),
-            **stored_rollout(b_side, b, task, chart=chart(b, plan_b, "B")),
+    chart_a, chart_b = paired_charts(task, plan_a, plan_b, titles=(f"A: {a.get('model')}", f"B: {b.get('model')}"))
+    return {section.compare_head: compare_header(a, b, len(moved_ships(task, plan_a, plan_b))),
+            **stored_rollout(a_side, a, task, chart=chart_a), **stored_rollout(b_side, b, task, chart=chart_b),
             section.compare_diff: plan_diff(task, plan_a, plan_b)}
 
 

@@ -36,6 +36,16 @@ CSS = """
 #rollouts tbody tr {cursor: pointer}
 #rollout-detail, #rollout-list {min-width: 0 !important; max-width: 100%}
 #rollout-head, #compare-head {overflow-wrap: anywhere}
+/* A wide table scrolls sideways inside its box, the column that names its rows fixed at the left (Gradio 6.31's
+   table leaves `pinned_columns` unused): the model in the list and the board, the task in the heatmap (its tier
+   scrolls away under it), the ship in a compare. A thicker bar than Gradio's 4 px says there is more. */
+#rollouts .first-column, #board .first-column, #compare-diff .first-column,
+#heatmap .header-cell:nth-child(2), #heatmap .body-cell:nth-child(2) {position: sticky; left: 0; z-index: 3;
+  background: var(--table-odd-background-fill)}
+#rollouts .row-odd .first-column, #board .row-odd .first-column, #compare-diff .row-odd .first-column,
+#heatmap .row-odd .body-cell:nth-child(2) {background: var(--table-even-background-fill)}
+#rollouts .virtual-table-viewport::-webkit-scrollbar, #board .virtual-table-viewport::-webkit-scrollbar,
+#heatmap .virtual-table-viewport::-webkit-scrollbar {height: 8px}
 @media (max-width: 768px) {
   #browse-split {flex-direction: column-reverse}
 }

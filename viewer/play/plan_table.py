@@ -7,9 +7,10 @@ a typo must not cost a check. An empty cranes cell means the ship's standard cou
 
 from __future__ import annotations
 
+import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from berth_env import PlanError, canonical_plan, parse_plan
@@ -102,6 +103,12 @@ def _whole(cell: Any) -> int | None:
 
 def _shown(cell: Any) -> str:
     return "an empty cell" if _blank(cell) else repr(str(cell)[:20])
+
+
+def plan_json(plan: Sequence[Mapping[str, Any]]) -> str:
+    """A plan as the JSON text the paste box reads back (`json_rows`), one ship per line: the box shows the table's
+    plan, to copy or to edit."""
+    return "[\n" + ",\n".join(f"  {json.dumps(dict(entry))}" for entry in plan) + "\n]" if plan else "[]"
 
 
 def json_rows(task: Mapping[str, Any], text: str) -> list[list[Any]]:

@@ -27,7 +27,7 @@ from rollouts.record_view import RecordView
 from viewer.chart import berth_chart, optimum_chart, preview_chart, read_plan
 from viewer.context import AppContext
 from viewer.markdown import escape_cell, escape_md, fmt_num
-from viewer.play.plan_table import DATATYPES, HEADERS, TableError, json_rows, plan_rows, rows_plan
+from viewer.play.plan_table import DATATYPES, HEADERS, TableError, json_rows, plan_json, plan_rows, rows_plan
 from viewer.summary import grade_panel
 from viewer.task_picker import TaskPicker, build_task_picker, wire_task_picker
 from viewer.task_view import task_brief
@@ -77,8 +77,8 @@ class PlaySection:
     @property
     def task_outputs(self) -> list[Any]:
         """Everything showing another task (or starting over) changes."""
-        return [self.brief, self.situation, self.table, self.chart, self.verdict, self.grade, self.optimal,
-                self.check_button, self.submit_button, self.episode, self.checked]
+        return [self.brief, self.situation, self.table, self.plan_json, self.chart, self.verdict, self.grade,
+                self.optimal, self.check_button, self.submit_button, self.episode, self.checked]
 
 
 # -- building --------------------------------------------------------------------------------------------------
@@ -96,8 +96,9 @@ def build_play_section(ctx: AppContext) -> PlaySection:
             table = gr.Dataframe(_rows(task), headers=HEADERS, datatype=DATATYPES, type="array", interactive=True,
                                  static_columns=[0], max_height=440, label="Your plan", show_label=True,
                                  elem_id="play-table", column_widths=["30%", "22%", "28%", "20%"])
-            with gr.Accordion("Plan as JSON (paste one in)", open=False, elem_id="play-json-box"):
-                plan_json = gr.Textbox(lines=4, max_lines=12, show_label=False, elem_id="play-json",
+            with gr.Accordion("Plan as JSON: the table's, to copy, or paste one in", open=False,
+                              elem_id="play-json-box"):
+                plan_json = gr.Textbox(_plan_text(task), lines=4, max_lines=12, show_label=False, elem_id="play-json",
                                        placeholder='[{"ship": 0, "berth_hour": 0, "section": 4, "cranes": 1}, …]')
                 load_json = gr.Button("Put it in the table", size="sm", elem_id="play-load-json")
             if ctx.settings.space_id:  # off a Space a LoginButton cannot work (gradio-and-hub notes)
@@ -124,8 +125,8 @@ def _wire(s: PlaySection) -> None:
         changed.then(bind(show_task, s), shown, s.task_outputs, **private)
     s.task.input(bind(show_task, s), shown, s.task_outputs, **private)
     s.restart_button.click(bind(start_over, s), shown, s.task_outputs, **private)
-    s.table.input(bind(follow_table, s), [s.task, s.table, s.checked], [s.chart, s.verdict], show_progress="hidden",
-                  **private)
+    s.table.input(bind(follow_table, s), [s.task, s.table, s.checked], [s.chart, s.verdict, s.plan_json],
+                  show_progress="hidden", **private)
     s.load_json.click(bind(load_plan_json, s), [s.task, s.plan_json, s.checked], [s.table, s.chart, s.verdict],
                       **private)
     played = [s.task, s.table, s.episode]
@@ -160,7 +161,8 @@ def follow_table(section: PlaySection, task_id: str, rows: Any, checked: list | 
         plan = _table_plan(task, rows)
     except (TableError, InputTooLarge) as exc:
         return {section.verdict: f"⚠️ {escape_md(exc)}"}
-    return {section.chart: draft_chart(task, plan, checked), section.verdict: HOW_TO}
+    return {section.chart: draft_chart(task, plan, checked), section.verdict: HOW_TO,
+            section.plan_json: plan_json(plan)}
 
 
 def load_plan_json(section: PlaySection, task_id: str, text: str, checked: list | None) -> dict:
@@ -290,6 +292,7 @@ def _fresh(section: PlaySection, task_id: str, owner: str) -> dict:
     task_id = (task_id or "").strip()
     task = section.ctx.task_for(task_id, None)
     return {section.brief: _brief(task, task_id), section.situation: _situation(task), section.table: _rows(task),
+            section.plan_json: _plan_text(task),
             section.chart: preview_chart(task) if task else None, section.verdict: HOW_TO, section.grade: "",
             section.optimal: gr.Plot(visible=False),
             section.check_button: gr.Button(_check_label(10), interactive=task is not None),
@@ -299,6 +302,11 @@ def _fresh(section: PlaySection, task_id: str, owner: str) -> dict:
 
 def _rows(task: dict | None) -> list[list[Any]]:
     return plan_rows(task, published_plan(task)) if task else []
+
+
+def _plan_text(task: dict | None) -> str:
+    """The paste box's first text: the table's plan (the published one) as JSON."""
+    return plan_json(rows_plan(task, _rows(task))) if task else ""
 
 
 def _brief(task: dict | None, task_id: str | None) -> str:

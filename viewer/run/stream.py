@@ -217,7 +217,12 @@ class EpisodeFrames:
     match in random mode), nor its token counts, which would tell a baseline from a model.
 
     Frames are built in worker threads: charts and the chat are CPU work, and on the event loop they would hold up
-    every other visitor's page (a watcher's link would sit "in queue" while a long reasoning stream renders)."""
+    every other visitor's page (a watcher's link would sit "in queue" while a long reasoning stream renders).
+
+    `drawn` is the chart and the draft slider as the last frame left them. A stream that yields anything after this
+    episode's last frame (the arena's verdict) sends them again with it: Gradio's page applies each frame to its
+    copy of the previous one in place, and a frame that leaves the chart out turns that copy into an empty update
+    before a plot still loading has read it (a `?match=` link's charts came up empty)."""
 
     def __init__(self, slots: Any, run: EpisodeRun, task: dict | None, request: gr.Request | None, *,
                  can_stop: bool = False, masked: bool = False) -> None:
@@ -225,9 +230,15 @@ class EpisodeFrames:
         self.can_stop, self.masked = can_stop, masked
         self.view = LiveView(task, show_tokens=not masked and not run.model.startswith("baseline:"))
         self.position, self.last_frame, self.dirty, self.finished = 0, 0.0, False, False
+        self.drawn: dict = {}
 
     def first(self) -> dict:
-        return first_frame(self.slots, self.run, self.task, self.request, self.can_stop)
+        return self._keep(first_frame(self.slots, self.run, self.task, self.request, self.can_stop))
+
+    def _keep(self, frame: dict) -> dict:
+        panel = self.slots.panel
+        self.drawn.update({part: frame[part] for part in (panel.chart, panel.plan_step) if part in frame})
+        return frame
 
     async def next(self) -> dict | None:
         batch, finished = self.run.wait(self.position, 0)
@@ -238,8 +249,8 @@ class EpisodeFrames:
         now = time.monotonic()
         if finished or (self.dirty and now - self.last_frame >= FRAME_S) or now - self.last_frame >= IDLE_TICK_S:
             self.last_frame, self.dirty, self.finished = now, False, finished
-            return await in_worker(live_frame, self.slots, self.view, self.task, self.run, self.request,
-                                   final=finished)
+            return self._keep(await in_worker(live_frame, self.slots, self.view, self.task, self.run,
+                                              self.request, final=finished))
         return None
 
 
