@@ -266,13 +266,13 @@ def _plan(args: argparse.Namespace) -> tuple[SweepPlan, dict[str, str]]:
                          "the Jobs push with it)")
     secret_values = job_secrets(args.model, token)
     out = Path(args.out or default_rollout_dir()).resolve()
-    if args.env_url is None and args.split:
+    if args.env_url is None:
         from agent import cli_tasks
 
         cli_tasks.serve_tasks()  # the tasks a shard will be offered: TASKS_DATASET's, as the shards load them
     try:
         tasks = task_ids(args.task, args.split, args.limit, args.env_url)
-    except Exception as exc:  # a split with no tasks, a server that does not answer
+    except Exception as exc:  # an unknown task, a split with no tasks, a server that does not answer
         raise SweepError(f"cannot list the tasks: {exc}") from None
     selection = ([a for t in tasks for a in ("--task", t)] if args.task
                  else ["--split", args.split, *(["--limit", str(args.limit)] if args.limit else [])])

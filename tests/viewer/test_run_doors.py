@@ -139,20 +139,20 @@ def test_a_server_that_cannot_be_reached_leaves_no_rollout(tmp_path):
     from rollouts.store import RolloutStore
     from testkit.servers import free_port
     from viewer.chat import chat_messages
-    from viewer.context import saved_if_played
 
     store = RolloutStore(tmp_path / "rollouts")
     try:
-        registry = RunRegistry(saved_if_played(store.save))
+        registry = RunRegistry(store.save, journal=store.running)
         run = registry.start("baseline:greedy", TASK_ID, owner="visitor", env_url=f"http://localhost:{free_port()}",
                              server_policy=ServerPolicy.build([], "localhost"))  # allowed, but nothing listens
         wait_for(lambda: run.finished, timeout=60)
         assert [e["type"] for e in run.events] == ["error", "episode_finished"]
-        assert run.save_error == "The episode never reached its berth server, so no rollout was kept."
+        assert run.save_error == "The episode ended before its first turn, so it is not a rollout and nothing was saved."
         titled = [m for m in chat_messages(run.events) if (m.metadata or {}).get("title") == "❌ Berth server error"]
         assert len(titled) == 1  # the server's fault, named so, in words
         assert "could not start an episode on http://localhost" in titled[0].content
         assert "EnvError" not in titled[0].content
         assert store.rows() == [] and not list(store.root.rglob("*.json"))
+        assert store.running.running() == []  # nor does the next start recover one from the journal
     finally:
         store.close()
