@@ -69,6 +69,12 @@ def test_a_visitors_server_on_the_spaces_network_gets_nothing_and_leaves_no_roll
     ("baseline:greedy", "x" * 100_000, "The task id is too large"),
     ("baseline:greedy", "x" * 200, "must be 1-128 letters"),
     ("baseline:greedy", "dock-99X-w01x1-busy-0", "not one this server offers"),
+    # Before, these two passed the checks, played, and were saved as reward-0 rollouts on the board.
+    ("baseline:smart", TASK_ID, "unknown baseline 'smart': the baselines are baseline:greedy, baseline:naive, "
+                                "baseline:hasty"),
+    ("hf:Qwen3-8B", TASK_ID, "hf: models are written hf:<org>/<model>"),
+    ("baseline:greedy", "dock-24B-w06x1-busy-1", "not one this server offers. The closest it offers: "
+                                                 "dock-24B-w06x1-busy-0, "),
 ])
 def test_hostile_specs_and_task_ids_are_refused_briefly_and_leave_no_rollout(arena, model, task_id, expected):
     client = Client(arena.url, verbose=False)
