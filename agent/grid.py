@@ -74,7 +74,8 @@ def check_task_ids(ids: list[str], env_url: str | None) -> None:
         return
     named = ", ".join(repr(t[:80]) for t in unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
     if env_url:
-        raise ValueError(f"unknown task {named}: the server at {env_url} does not offer it (or could not be reached)")
+        # The URL is not repeated: it may carry a credential, and the user knows which one they gave.
+        raise ValueError(f"unknown task {named}: the --env-url server does not offer it (or could not be reached)")
     raise ValueError(f"unknown task {named}: the closest tasks offered here are {', '.join(closest_tasks(unknown[0]))} "
                      f"(`python -m agent tasks` lists all {len(load_pack().tasks)})")
 
