@@ -2,7 +2,8 @@
 
 A page subscribes to an episode's events; closing or reloading the tab only ends the subscription. Anyone holding the
 id can re-attach and watch it live from the start; only its starter (owner or stop token) can stop it. Finished
-rollouts go to the store's save function.
+rollouts go to the store's save function, which refuses an episode that ended before its first turn (no rollout:
+`save_error` tells the visitor, the log says why, the slot and the journal entry go).
 
 Caps: `max_total` episodes at once, and `max_per_visitor` for one visitor (the caller's IP address or signed-in
 account, as the viewer names it: a new browser session or API client is still the same visitor). A start beyond
