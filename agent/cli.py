@@ -6,7 +6,10 @@ every dock-v1 task; offline, the bundled eval tasks).
 
 One thread pool per model, so a slow model never holds the workers a fast one needs. Every finished rollout goes
 through the rollout store (the dataset layout in ROLLOUT_DIR; pushed to the Hub with --dataset). A rerun resumes:
-episodes the folder already holds for the same run, model and task, without errors, are skipped.
+episodes the folder already holds for the same run, model and task, without errors, are skipped. Every model spec
+(the registry's one check, its key, its endpoint) and task id (the catalog's) is checked before anything is played:
+a mistake exits 2 naming the bad value and the valid ones. An episode that ends before its first turn is said and
+not saved (it is no rollout), and the run then exits 1.
 
 `--repeats R` plays every task x model cell R times (resuming counts the rollouts a cell already has).
 `--shard K/N` plays the K-th of N disjoint slices of the task x model grid (the rule is agent/grid.py's), so N
@@ -30,12 +33,19 @@ from tqdm import tqdm
 from agent import cli_board, cli_ratings, cli_regrade, cli_sweep, cli_tasks
 from agent.grid import check_run_name, grid_cells, parse_shard, positive, task_ids
 from agent.limits import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, DEFAULT_WALL_CLOCK_S
-from agent.providers.registry import parse_spec, preload_and_freeze
+from agent.providers.registry import (
+    MissingKey,
+    check_endpoint,
+    parse_spec,
+    preload_and_freeze,
+    provider_class,
+    resolve_key,
+)
 from agent.spec import SpecError
 from agent.task_api import TaskAPIError
 from rollouts.layout import default_rollout_dir
 from rollouts.links import public_base, rollout_page
-from rollouts.store import RolloutStore
+from rollouts.store import NotStarted, RolloutStore
 
 # A rollout that ended like this is worth another try when the run is resumed.
 RERUN_END_REASONS = ("error", "wall_clock", "stopped", "interrupted")
@@ -89,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         return cli_sweep.main(args)
     try:
         for spec in args.model:
-            parse_spec(spec)
+            check_model(spec)
         check_run_name(args.run)
         if args.env_url is None:
             cli_tasks.serve_tasks()  # after the checks above, so a mistyped flag is said at once
@@ -98,6 +108,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return run_batch(args, tasks)
+
+
+def check_model(text: str) -> None:
+    """A spec this process can play, or SpecError naming what to fix: the one check of a spec (registry.parse_spec,
+    which names the valid choices), its key in this shell's environment, its endpoint."""
+    spec = parse_spec(text)
+    try:
+        resolve_key(spec, {})
+    except MissingKey:
+        raise SpecError(f"{text} needs an API key: set {provider_class(spec.provider).key_env} in this shell") from None
+    check_endpoint(spec)
 
 
 def run_batch(args: argparse.Namespace, task_ids: list[str]) -> int:
@@ -122,14 +143,14 @@ def run_batch(args: argparse.Namespace, task_ids: list[str]) -> int:
     slice_note = f", shard {args.shard[0]}/{args.shard[1]}: {len(cells)} cells" if args.shard else ""
     print(f"{len(task_ids)} tasks x {len(args.model)} models{slice_note}: {len(kept)} already in {root}, "
           f"{len(jobs)} to play", file=sys.stderr)
-    interrupted = _play_jobs(args, jobs, store)
+    interrupted, not_started = _play_jobs(args, jobs, store)
     store.fill_index()  # rows a resumed run kept from an older version get the board's newer columns
     _write_board(args, task_ids, root)
     if args.dataset and token:
         pushed = store.flush(timeout=600)
         print("pushed to the Hub" if pushed else f"push incomplete: {store.status()}", file=sys.stderr)
     store.close()
-    return 130 if interrupted else 0
+    return 130 if interrupted else 1 if not_started else 0
 
 
 def _plan_jobs(args: argparse.Namespace, cells: list[tuple[str, str]],
@@ -150,8 +171,9 @@ def _plan_jobs(args: argparse.Namespace, cells: list[tuple[str, str]],
     return jobs, kept
 
 
-def _play_jobs(args: argparse.Namespace, jobs: list[tuple[str, str]], store: RolloutStore) -> bool:
-    """Play the jobs, one thread pool per model, with a progress bar; returns whether Ctrl-C stopped them."""
+def _play_jobs(args: argparse.Namespace, jobs: list[tuple[str, str]], store: RolloutStore) -> tuple[bool, int]:
+    """Play the jobs, one thread pool per model, with a progress bar; returns whether Ctrl-C stopped them, and how
+    many ended before their first turn (each said as it ended, none saved)."""
     stop = threading.Event()
     pools = {m: ThreadPoolExecutor(max_workers=max(1, args.concurrency), thread_name_prefix=f"episodes-{i}")
              for i, m in enumerate(args.model)}
@@ -161,44 +183,63 @@ def _play_jobs(args: argparse.Namespace, jobs: list[tuple[str, str]], store: Rol
 
     from agent.loop import run_episode  # see run_batch: the loop imports the OpenEnv client
 
-    def play(model: str, task_id: str) -> dict:
+    def play(model: str, task_id: str) -> tuple[dict, bool]:
+        """The episode's record, and whether it was saved (one that ended before its first turn is no rollout)."""
         if stop.is_set():
             raise _Skipped()
         record = run_episode(model, task_id, **options)
-        store.save(record)
-        store.running.end(record["episode_id"])
-        return record
+        try:
+            store.save(record)
+        except NotStarted:
+            store.running.end(record["episode_id"])
+            return record, False
+        store.running.end(record["episode_id"])  # not after a failed save: the entry is kept for the next start
+        return record, True
 
     futures: list[Future] = [pools[m].submit(play, m, t) for m, t in jobs]
     bar = tqdm(total=len(jobs), unit="episode", file=sys.stderr, dynamic_ncols=True)
     try:
-        _follow(futures, bar)
+        not_started = _follow(futures, bar)
     except KeyboardInterrupt:
-        bar.write("stopping: episodes in flight end as 'stopped' and are kept; Ctrl-C again to quit at once")
+        bar.write("stopping: episodes in flight end as 'stopped' and are kept (those past their first turn); Ctrl-C "
+                  "again to quit at once", file=sys.stderr)
         stop.set()
         for future in futures:
             future.cancel()
-        return True
+        return True, 0
     finally:
         for pool in pools.values():
             pool.shutdown(wait=True)
         bar.close()
-    return False
+    if not_started:
+        print(f"error: {not_started} episode{'s' * (not_started != 1)} ended before the first turn and "
+              f"{'were' if not_started != 1 else 'was'} not saved (the errors are above); a rerun plays them again",
+              file=sys.stderr)
+    return False, not_started
 
 
-def _follow(futures: list[Future], bar: tqdm) -> None:
-    """Show each finished episode on the bar: the running mean reward per model, and the first error if any."""
+def _follow(futures: list[Future], bar: tqdm) -> int:
+    """Show each finished episode on the bar: the running mean reward per model, and the first error if any; the
+    number of episodes that ended before their first turn (not saved)."""
     finished: list[dict] = []
+    not_started = 0
     for future in as_completed(futures):
         try:
-            record = future.result()
+            record, saved = future.result()
         except _Skipped:
             continue
-        finished.append(record)
         bar.update(1)
+        if not saved:
+            not_started += 1
+            first = (record.get("errors") or [record.get("end_reason") or "no turn taken"])[0]
+            bar.write(f"{record['model']} {record['task_id']}: did not start, not saved: {first[:160]}",
+                      file=sys.stderr)  # tqdm writes to stdout unless told, and stdout is the board
+            continue
+        finished.append(record)
         bar.set_postfix_str(_running_means(finished))
         if record.get("errors"):
-            bar.write(f"{record['model']} {record['task_id']}: {record['errors'][0][:160]}")
+            bar.write(f"{record['model']} {record['task_id']}: {record['errors'][0][:160]}", file=sys.stderr)
+    return not_started
 
 
 def _write_board(args: argparse.Namespace, tasks: list[str], root: Path) -> None:

@@ -34,7 +34,16 @@ from agent.sweep import Console, Sweep, saved_count
 from agent.sweep_cost import describe as describe_estimate
 from agent.sweep_cost import estimate
 from agent.sweep_local import LocalShards, Spawn
-from agent.sweep_plan import HF_JOBS, LOCAL, SweepError, SweepPlan, job_secrets, parse_timeout, resolve_image
+from agent.sweep_plan import (
+    HF_JOBS,
+    LOCAL,
+    SweepError,
+    SweepPlan,
+    check_env_url,
+    job_secrets,
+    parse_timeout,
+    resolve_image,
+)
 from agent.sweep_plan import shard_run_args as shard_args
 from agent.sweep_state import SweepState, SweepStateError, check_folder, load_from_hub, load_local, reconcile
 from rollouts.layout import default_rollout_dir
@@ -266,13 +275,15 @@ def _plan(args: argparse.Namespace) -> tuple[SweepPlan, dict[str, str]]:
                          "the Jobs push with it)")
     secret_values = job_secrets(args.model, token)
     out = Path(args.out or default_rollout_dir()).resolve()
-    if args.env_url is None and args.split:
+    if args.env_url:
+        check_env_url(args.env_url)  # before the server is asked about the tasks: a URL with a secret goes nowhere
+    else:
         from agent import cli_tasks
 
         cli_tasks.serve_tasks()  # the tasks a shard will be offered: TASKS_DATASET's, as the shards load them
     try:
         tasks = task_ids(args.task, args.split, args.limit, args.env_url)
-    except Exception as exc:  # a split with no tasks, a server that does not answer
+    except Exception as exc:  # an unknown task, a split with no tasks, a server that does not answer
         raise SweepError(f"cannot list the tasks: {exc}") from None
     selection = ([a for t in tasks for a in ("--task", t)] if args.task
                  else ["--split", args.split, *(["--limit", str(args.limit)] if args.limit else [])])

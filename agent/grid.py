@@ -11,7 +11,8 @@ from __future__ import annotations
 import argparse
 import re
 
-from agent.task_api import TaskAPI
+from agent.task_api import TaskAPI, valid_task_id
+from agent.tasks import closest_tasks, task_for
 from berth_env import load_pack
 
 TASK_API_TIMEOUT_S = 30.0
@@ -46,10 +47,12 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 
 def task_ids(tasks: list[str] | None, split: str | None, limit: int | None, env_url: str | None) -> list[str]:
-    """The tasks a run plays: the ids given (once each, in order), or the first `limit` of a split as the server
-    at `env_url` (else this process's pack) offers them."""
+    """The tasks a run plays: the ids given (once each, in order; ValueError naming any the catalog does not offer),
+    or the first `limit` of a split as the server at `env_url` (else this process's pack) offers them."""
     if tasks:
-        return list(dict.fromkeys(tasks))
+        given = list(dict.fromkeys(tasks))
+        check_task_ids(given, env_url)
+        return given
     if env_url:
         with TaskAPI(env_url, timeout_s=TASK_API_TIMEOUT_S) as api:
             found = [t["task_id"] for t in api.tasks(split)]
@@ -58,6 +61,23 @@ def task_ids(tasks: list[str] | None, split: str | None, limit: int | None, env_
     if not found:
         raise ValueError(f"split {split!r} has no tasks")
     return found[:limit] if limit else found
+
+
+def check_task_ids(ids: list[str], env_url: str | None) -> None:
+    """ValueError naming the ids that are not tasks offered here (agent.tasks.task_for, the app's check too), with
+    the closest ones that are, before anything is played."""
+    for task_id in ids:
+        if not valid_task_id(task_id):
+            raise ValueError(f"task id {task_id[:80]!r} must be 1-128 letters, digits, '.', '-' or '_'")
+    unknown = [task_id for task_id in ids if task_for(task_id, env_url) is None]
+    if not unknown:
+        return
+    named = ", ".join(repr(t[:80]) for t in unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
+    if env_url:
+        # The URL is not repeated: it may carry a credential, and the user knows which one they gave.
+        raise ValueError(f"unknown task {named}: the --env-url server does not offer it (or could not be reached)")
+    raise ValueError(f"unknown task {named}: the closest tasks offered here are {', '.join(closest_tasks(unknown[0]))} "
+                     f"(`python -m agent tasks` lists all {len(load_pack().tasks)})")
 
 
 def grid_cells(task_ids: list[str], models: list[str], shard: tuple[int, int] | None = None) -> list[tuple[str, str]]:

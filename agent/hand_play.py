@@ -33,6 +33,7 @@ from agent.record import new_record, parse_json, plan_value, task_summary
 from agent.session import EnvError, EnvSession
 from agent.task_api import valid_task_id
 from agent.tasks import task_for
+from rollouts.record_view import RecordView
 from rollouts.schema import new_episode_id
 
 log = logging.getLogger(__name__)
@@ -292,7 +293,7 @@ class PlayRegistry:
             else episode.last_seen
         record["seconds"] = round(ended - episode.started, 1)
         episode.session.close(wait=False)
-        if record["turns"] == 0:  # looking at a task is not a rollout
+        if not RecordView(record).started:  # looking at a task is not a rollout
             self._give_back(episode.visitor)
             return
         try:

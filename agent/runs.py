@@ -2,7 +2,8 @@
 
 A page subscribes to an episode's events; closing or reloading the tab only ends the subscription. Anyone holding the
 id can re-attach and watch it live from the start; only its starter (owner or stop token) can stop it. Finished
-rollouts go to the store's save function.
+rollouts go to the store's save function, which refuses an episode that ended before its first turn (no rollout:
+`save_error` tells the visitor, the log says why, the slot and the journal entry go).
 
 Caps: `max_total` episodes at once, and `max_per_visitor` for one visitor (the caller's IP address or signed-in
 account, as the viewer names it: a new browser session or API client is still the same visitor). A start beyond
@@ -28,15 +29,11 @@ from typing import Any
 from agent.loop import stream_episode
 from agent.quota import QuotaExceeded, SaveQuota
 from rollouts.schema import new_episode_id
+from rollouts.store import NotStarted
 
 log = logging.getLogger(__name__)
 
 KEEP_FINISHED = 64  # finished episodes kept in memory for re-attach; older ones are read from the store
-
-
-class NotKept(RuntimeError):
-    """Raised by a registry's save function that declines a record on purpose: nothing is saved, and the episode's
-    journal entry goes too, so the next start does not save it as `interrupted` either."""
 
 
 class CapacityError(RuntimeError):
@@ -174,13 +171,17 @@ class RunRegistry:
             try:
                 run.saved = self._save(record)
                 self._end_journal(run.episode_id)
-            except (NotKept, ValueError) as exc:
-                # Declined on purpose (a run that never reached its server) or refused by the schema (the store
-                # set it aside, with the reason): nothing public was added, so the visitor's slot comes back.
+            except ValueError as exc:
+                # Not a rollout (the episode ended before its first turn: its error is in its events) or refused by
+                # the schema (the store set it aside, with the reason): nothing public was added, so the visitor's
+                # slot comes back, and the journal entry goes too, so the next start does not save it either.
                 self._end_journal(run.episode_id)
                 self._give_back(run)
-                # Shown to the visitor: what happened, in words (a NotKept says it whole), no exception's class.
-                run.save_error = str(exc) if isinstance(exc, NotKept) else f"could not save the rollout: {exc}"
+                if isinstance(exc, NotStarted):
+                    log.info("episode %s (%s on %s) did not start, not saved: %s", run.episode_id, run.model,
+                             run.task_id, "; ".join(record.get("errors") or []) or record.get("end_reason"))
+                # Shown to the visitor: what happened, in words (a NotStarted says it whole), no exception's class.
+                run.save_error = str(exc) if isinstance(exc, NotStarted) else f"could not save the rollout: {exc}"
             except Exception as exc:  # a disk error: the journal entry stays for the next start to save
                 log.warning("episode %s not saved: %s: %s", run.episode_id, type(exc).__name__, exc)
                 run.save_error = f"could not save the rollout: {exc}"

@@ -8,6 +8,7 @@ ship count.
 
 from __future__ import annotations
 
+import difflib
 import random
 import threading
 from collections import OrderedDict
@@ -121,6 +122,13 @@ def task_for(task_id: str, server_url: str | None = None, policy: ServerPolicy |
             while len(_REMOTE_TASKS) > REMOTE_TASKS_KEPT:
                 _REMOTE_TASKS.popitem(last=False)
     return task
+
+
+def closest_tasks(task_id: str, n: int = 3) -> list[str]:
+    """The embedded catalog's ids nearest to a mistyped one, nearest first; else its first few (easiest tier first),
+    so an error always names some ids that are offered, never all 1,100."""
+    ids = [c.task_id for c in embedded_catalog()]
+    return difflib.get_close_matches(str(task_id), ids, n=n, cutoff=0.5) or ids[:n]
 
 
 def filter_choices(choices: list[TaskChoice], *, tier: str | None = None, quay: str | None = None,

@@ -6,7 +6,7 @@ process holds an exclusive `flock` on `.push/running/<writer_id>.lock` for as lo
 drops that lock when the process dies, even by `kill -9`. So the next store to open the folder can tell a
 leftover of a dead writer from an episode another process is still playing: it closes each leftover whose
 writer's lock is free as a record with `end_reason: interrupted`, holding what had streamed, and saves it, so it
-shows in Browse like any other rollout.
+shows in Browse like any other rollout; an entry whose player had not taken a turn yet is no rollout and just goes.
 
 Entries are replaced whole (temp file, rename) without fsync: a killed process leaves its last write in the page
 cache, and a journal fsync per streamed step would cost more than it protects (a power cut loses at most the
@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from rollouts.layout import PUSH_DIR, WRITER_ID
+from rollouts.record_view import RecordView
 from rollouts.schema import RecordError, started_at, valid_episode_id
 
 log = logging.getLogger(__name__)
@@ -108,6 +109,9 @@ class RunningJournal:
                           entry_path.name, why)
                 if set_aside is not None:
                     set_aside(entry if entry is not None else repr(entry_path.name), f"journal entry: {why}")
+            elif not RecordView(entry["record"]).started:
+                # Its player never took a turn: nothing was played, so there is no rollout to close.
+                log.warning("episode %s died before its first turn: not a rollout, not saved", entry_path.stem)
             elif not saved(entry_path.stem):
                 try:
                     save(interrupted_record(entry["record"], entry.get("updated")))

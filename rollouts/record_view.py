@@ -18,6 +18,12 @@ from functools import cached_property
 from typing import Any
 
 PLAN_TOOLS = ("check_plan", "submit_plan")
+# The one rule of what is a rollout: an episode whose player took at least one turn (`turns` >= 1: a model's answered
+# turn, a hand-played tool call). One that ended before (a server out of reach, a task it refused, a request that
+# failed or a Stop before the first answer) played nothing: the store never saves it, the journal never recovers
+# it, and the rows an older version saved of such episodes are left out of every list, board and rating (the index
+# engine's view). A record or row that does not say how many turns it took counts as started.
+STARTED_SQL = "(turns IS NULL OR turns > 0)"
 
 
 def _dict(value: Any) -> dict:
@@ -155,6 +161,12 @@ class RecordView:
         return _int(self.record.get("turns"))
 
     @property
+    def started(self) -> bool:
+        """Whether this is a rollout at all: its player took a turn (STARTED_SQL is the same rule over index rows)."""
+        turns = self.turns
+        return turns is None or turns > 0
+
+    @property
     def seconds(self) -> float | None:
         seconds = self.record.get("seconds")
         return float(seconds) if isinstance(seconds, int | float) and not isinstance(seconds, bool) else None
@@ -170,4 +182,4 @@ class RecordView:
         return [e for e in errors if isinstance(e, str)] if isinstance(errors, list) else []
 
 
-__all__ = ["PLAN_TOOLS", "RecordView", "accepted"]
+__all__ = ["PLAN_TOOLS", "STARTED_SQL", "RecordView", "accepted"]

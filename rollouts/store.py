@@ -53,6 +53,7 @@ from rollouts.layout import (
     locate_record,
     record_rel,
 )
+from rollouts.record_view import RecordView
 from rollouts.schema import (
     ANNOTATIONS,
     COLUMNS,
@@ -78,6 +79,11 @@ _writer_ids: dict[int, str] = {}
 def default_writer_id() -> str:
     """A short random id for this process, stable for its lifetime (a forked child gets its own)."""
     return _writer_ids.setdefault(os.getpid(), secrets.token_hex(4))
+
+
+class NotStarted(ValueError):
+    """A record of an episode that ended before its player's first turn (rollouts.record_view.STARTED_SQL's rule):
+    not a rollout, so it is not saved. The message is words for the person who started it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,11 +132,14 @@ class RolloutStore:
     def save(self, record: dict) -> SavedRollout:
         """Write `record` durably, then index it. Saving the same record again is a no-op; a different record under
         an id that is already saved is refused (ValueError). A record that breaks the schema is refused with a
-        RecordError naming the field, and kept in `.set-aside/` with the reason, never lost."""
+        RecordError naming the field, and kept in `.set-aside/` with the reason, never lost. A record of an episode
+        that ended before its first turn is no rollout: NotStarted, and nothing is written."""
         problem = record_problem(record)
         if problem is not None:
             self._set_aside(record, problem)
             raise RecordError(f"rollout not saved: {problem}")
+        if not RecordView(record).started:
+            raise NotStarted("The episode ended before its first turn, so it is not a rollout and nothing was saved.")
         episode_id = record["episode_id"]
         rel = record_rel(record)
         data = encode_record(record)

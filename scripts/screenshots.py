@@ -9,7 +9,8 @@ finished; the Arena: idle, two baselines racing, the verdict and the vote (a ran
 link opened afresh; Browse: the
 list, a rollout opened by its share link, a compare and the leaderboard (on a folder of realistic rollouts from
 testkit); Play: a task picked, a checked draft with its violations, the submitted optimum; a rollout's share page,
-`/r/<id>` (a real `baseline:hasty` episode, played on the embedded server).
+`/r/<id>` (a real `baseline:hasty` episode, played on the embedded server); the Run tab refusing a mistyped
+baseline (`typo`).
 Each screen is a function below, so a new one is one more function in SCREENS.
 """
 
@@ -54,6 +55,20 @@ def run_screens(page: Page, url: str, out: Path, size: str) -> list[Path]:
     saved.append(_shot(page, out / f"run-done-{size}.png"))
     saved.append(_shot(page, out / f"run-done-{size}-full.png", full=True))
     return saved
+
+
+def typo_screens(page: Page, url: str, out: Path, size: str) -> list[Path]:
+    """The Run tab refusing a mistyped baseline before anything is played, naming the ones there are."""
+    page.goto(url)
+    expect(page.locator("#preview-chart .js-plotly-plot")).to_be_visible(timeout=30000)
+    box = page.locator("#model input")
+    box.fill("baseline:smart")
+    box.press("Enter")
+    page.locator("#run").click()
+    expect(page.locator("#model-note")).to_contain_text("unknown baseline", timeout=30000)
+    page.locator("#model-note").scroll_into_view_if_needed()
+    page.wait_for_timeout(400)
+    return [_shot(page, out / f"run-typo-{size}.png")]
 
 
 def browse_screens(page: Page, url: str, out: Path, size: str) -> list[Path]:
@@ -157,7 +172,7 @@ def share_screens(page: Page, url: str, out: Path, size: str) -> list[Path]:
 
 SCREENS: dict[str, Callable[[Page, str, Path, str], list[Path]]] = {"run": run_screens, "arena": arena_screens,
                                                                     "browse": browse_screens, "play": play_screens,
-                                                                    "share": share_screens}
+                                                                    "share": share_screens, "typo": typo_screens}
 PLAYED = "dock-24B-w06x1-busy-0"
 SHOWN, RIVAL, SHARED = "shown0001", "rival0001", "shared000001"
 

@@ -7,16 +7,14 @@ from __future__ import annotations
 import atexit
 import os
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from agent.hand_play import PlayRegistry
 from agent.match_runs import MatchRegistry
 from agent.netguard import ServerPolicy
 from agent.quota import SaveQuota
-from agent.runs import NotKept, RunRegistry
+from agent.runs import RunRegistry
 from agent.task_dataset import TaskDataset, dataset_from_env, serve_tasks_dataset
 from agent.tasks import PUBLIC_SERVER, TaskChoice, embedded_catalog, task_for
 from rollouts.archive import Archive
@@ -121,7 +119,7 @@ class AppContext:
         # Index rows from an older version get their newer columns from the records, without holding up the start.
         threading.Thread(target=store.fill_index, name="index-fill", daemon=True).start()
         quota = SaveQuota(settings.max_rollouts_per_hour)  # one budget per visitor for Run and Play together
-        registry = RunRegistry(saved_if_played(store.save), max_total=settings.max_episodes,
+        registry = RunRegistry(store.save, max_total=settings.max_episodes,
                                max_per_visitor=settings.max_episodes_per_visitor, journal=store.running, quota=quota)
         plays = PlayRegistry(store.save, env_url=settings.env_url, quota=quota)
         # Match rows go where the index goes, pushed with it (the store's pusher takes every changed match file).
@@ -178,22 +176,6 @@ class AppContext:
     def rollout_link(self, episode_id: str, base_url: str | None = None) -> str:
         """A rollout's share link: its own page, `/r/<episode_id>`, which unfurls where it is pasted."""
         return rollout_page(episode_id, self.link_base(base_url))
-
-
-class NotSaved(NotKept):
-    """An episode that never reached its server: there is nothing to keep."""
-
-
-def saved_if_played(save: Callable[[dict], Any]) -> Callable[[dict], Any]:
-    """`save`, except for an episode that ended in an error before its first message (its server refused or could
-    not be reached, or the request was refused): such a record would only be a junk row in the public dataset."""
-
-    def save_played(record: dict) -> Any:
-        if record.get("end_reason") == "error" and not record.get("messages"):
-            raise NotSaved("The episode never reached its berth server, so no rollout was kept.")
-        return save(record)
-
-    return save_played
 
 
 def _flag(value: str | None) -> bool | None:

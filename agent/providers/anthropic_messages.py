@@ -7,6 +7,7 @@ model wrote it (the record wants the raw text) and a malformed input becomes a l
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -29,6 +30,8 @@ class AnthropicProvider(ModelAPI):
     prefixes = ("anthropic",)
     label = "Anthropic"
     key_env = "ANTHROPIC_API_KEY"
+    model_grammar = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+    model_form = "<model>[@low|@medium|@high], e.g. anthropic:claude-sonnet-4-5"
 
     def __init__(self, spec: ModelSpec, setup: ProviderSetup):
         self.client = anthropic.Anthropic(api_key=setup.key, base_url=os.environ.get("ANTHROPIC_BASE_URL") or None,

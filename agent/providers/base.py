@@ -115,6 +115,10 @@ class ModelAPI:
     label: ClassVar[str] = "The model provider"  # names the API in retry notes ("Anthropic answered HTTP 429")
     key_env: ClassVar[str | None] = None  # the environment variable holding its key; None: it needs none
     key_required: ClassVar[bool] = True  # False: it runs without a key when none is given (a local vLLM)
+    # What a model of this API looks like after `prefix:` (and before `@effort`), and the same in words for the
+    # error that refuses a spec breaking it; None: any model the spec's alphabet allows.
+    model_grammar: ClassVar[re.Pattern[str] | None] = None
+    model_form: ClassVar[str] = "<model>"
 
     provider_switches: list[str]
     retry_base_s: float = RETRY_BASE_S
@@ -145,6 +149,15 @@ class ModelAPI:
         if from_env or not cls.key_required:
             return from_env or None
         raise MissingKey(f"{spec.text} needs an API key: type one in the form or set {cls.key_env}")
+
+    @classmethod
+    def check_model(cls, spec: ModelSpec) -> None:
+        """SpecError naming what is wrong when `spec` names no model this API could play (its own model grammar);
+        called as every spec is read (registry.parse_spec), so a typo is refused before anything is played."""
+        names = (spec.model, *spec.fallbacks)
+        if cls.model_grammar is not None and not all(cls.model_grammar.fullmatch(name) for name in names):
+            raise SpecError(f"model spec {spec.text[:80]!r}: {spec.provider}: models are written "
+                            f"{spec.provider}:{cls.model_form}")
 
     @classmethod
     def check_endpoint(cls, spec: ModelSpec) -> None:

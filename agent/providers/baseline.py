@@ -8,6 +8,7 @@ comes back full of violations, and it mends the flagged ships check by check unt
 
 from __future__ import annotations
 
+import difflib
 import json
 
 from agent import events as ev
@@ -39,12 +40,21 @@ class BaselinePlayer(ModelAPI):
     label = "The baseline"
 
     @classmethod
+    def check_model(cls, spec: ModelSpec) -> None:
+        """The baselines are PLAYERS, no other name; they take no `@effort`."""
+        if spec.model not in PLAYERS:
+            close = difflib.get_close_matches(spec.model, PLAYERS, n=1)
+            hint = f" (did you mean baseline:{close[0]}?)" if close else ""
+            raise SpecError(f"unknown baseline {spec.model[:40]!r}{hint}: the baselines are "
+                            f"{', '.join('baseline:' + p for p in PLAYERS)}")
+        if spec.effort:
+            raise SpecError(f"model spec {spec.text!r}: a baseline takes no @effort; write baseline:{spec.model}")
+
+    @classmethod
     def create(cls, spec: ModelSpec, setup: ProviderSetup) -> BaselinePlayer:
         return cls(spec.model, setup.task_id, max_turns=setup.max_turns, pace_s=setup.pace_s)
 
     def __init__(self, name: str, task_id: str, *, max_turns: int, pace_s: float = 0.0):
-        if name not in PLAYERS:
-            raise SpecError(f"unknown baseline {name!r}: use {', '.join('baseline:' + p for p in PLAYERS)}")
         from berth_env import load_pack
 
         try:

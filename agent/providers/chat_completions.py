@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import re
 import uuid
 from collections.abc import Iterable
 from typing import Any
@@ -185,6 +186,9 @@ class HFRouterProvider(ChatCompletionsAPI):
     prefixes = ("hf",)
     label = "The Hugging Face router"
     key_env = "HF_TOKEN"
+    # `org/model`, then (spec.model and each fallback) the one router provider to try: `org/model:together`.
+    model_grammar = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*(:[A-Za-z0-9][A-Za-z0-9._-]*)?")
+    model_form = "<org>/<model>[:provider|provider2...], e.g. hf:Qwen/Qwen3-8B:together"
 
     @classmethod
     def endpoint(cls) -> str:
@@ -198,6 +202,8 @@ class VLLMProvider(ChatCompletionsAPI):
     label = "The vLLM server"
     key_env = "VLLM_API_KEY"
     key_required = False
+    model_grammar = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/+-]*")  # the server's own names: any but a route list
+    model_form = "<model> as the server at VLLM_BASE_URL names it, e.g. vllm:meta-llama/Llama-3.1-8B-Instruct"
 
     @classmethod
     def endpoint(cls) -> str:

@@ -7,6 +7,7 @@ again on the next turn, so the model keeps its chain of thought without the serv
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -22,6 +23,8 @@ class ResponsesProvider(OpenAIClientAPI):
     prefixes = ("openai",)
     label = "OpenAI"
     key_env = "OPENAI_API_KEY"
+    model_grammar = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]*")  # a fine-tune's id has colons: ft:gpt-x:org::id
+    model_form = "<model>[@low|@medium|@high], e.g. openai:gpt-5"
 
     def __init__(self, spec: ModelSpec, setup: ProviderSetup):
         self.client = self.make_client(os.environ.get("OPENAI_BASE_URL") or None, setup.key)

@@ -42,8 +42,12 @@ def provider_class(prefix: str) -> type[ModelAPI]:
 
 
 def parse_spec(text: str) -> ModelSpec:
-    """`provider:model[@effort]` read against the registered providers (the grammar is agent/spec.py's)."""
-    return read_spec(text, prefixes())
+    """`provider:model[@effort]` read against the registered providers (the grammar is agent/spec.py's), its model
+    checked by the provider's own grammar (`ModelAPI.check_model`: a baseline's name, an `hf:` model's `org/name`):
+    the one check of a spec, made by every door before anything is played. SpecError naming the valid choices."""
+    spec = read_spec(text, prefixes())
+    provider_class(spec.provider).check_model(spec)
+    return spec
 
 
 def resolve_key(spec: ModelSpec, keys: dict[str, str] | None = None) -> str | None:

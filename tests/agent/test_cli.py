@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from berth_env import grade, greedy_plan, load_pack
-from testkit.peers import ChatPeer, Text, ToolCall, Turn
+from testkit.peers import ChatPeer, Error, Text, ToolCall, Turn
+from testkit.servers import free_port
 from testkit.tasks import optimal_args
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -82,13 +83,56 @@ def test_batch_run_writes_the_dataset_layout_resumes_and_writes_a_board(agent, t
 
 def test_episodes_with_errors_are_played_again_on_resume(agent, tmp_path):
     out = tmp_path / "rollouts"
-    broken = agent("run", "--model", "anthropic:claude-x", "--task", "dock-24B-w06x1-busy-0", "--out", str(out),
-                   env={"ANTHROPIC_API_KEY": ""})
-    assert broken.returncode == 0
-    assert records(out)[0]["end_reason"] == "error" and "needs an API key" in records(out)[0]["errors"][0]
-    retry = agent("run", "--model", "anthropic:claude-x", "--task", "dock-24B-w06x1-busy-0", "--out", str(out),
-                  env={"ANTHROPIC_API_KEY": ""})
+
+    def player(request: dict) -> Turn | Error:  # one turn taken, then the model's API refuses the next request
+        if any(m.get("role") == "tool" for m in request["messages"]):
+            return Error(400, "this model is not served right now")
+        return Turn(ToolCall("get_situation"))
+
+    with ChatPeer(player) as peer:
+        env = {"VLLM_BASE_URL": peer.url + "/v1"}
+        broken = agent("run", "--model", "vllm:m", "--task", "dock-24B-w06x1-busy-0", "--out", str(out), env=env)
+        assert broken.returncode == 0, broken.stderr  # it started: a rollout, saved and counted as ever
+        (saved,) = records(out)
+        assert saved["end_reason"] == "error" and saved["turns"] == 1 and "400" in saved["errors"][0]
+        retry = agent("run", "--model", "vllm:m", "--task", "dock-24B-w06x1-busy-0", "--out", str(out), env=env)
     assert "1 to play" in retry.stderr
+
+
+def test_a_mistyped_model_or_task_is_refused_naming_the_valid_ones_before_anything_is_played(agent, tmp_path):
+    """Before, `--model baseline:greedy --task dock-99Z-nope-0` saved an error episode with reward 0 and exited 0."""
+    out = tmp_path / "rollouts"
+    task = "dock-24B-w06x1-busy-0"
+    model = agent("run", "--model", "baseline:smart", "--task", task, "--out", str(out))
+    assert model.returncode == 2, model.stderr
+    assert "unknown baseline 'smart': the baselines are baseline:greedy, baseline:naive, baseline:hasty" in \
+        model.stderr
+    typo = agent("run", "--model", "baseline:greedy", "--task", "dock-99Z-nope-0", "--task", task, "--out", str(out))
+    assert typo.returncode == 2, typo.stderr
+    named = re.search(r"unknown task 'dock-99Z-nope-0': the closest tasks offered here are (.+) \(`python -m agent "
+                      r"tasks` lists all (\d+)\)", typo.stderr)
+    assert named, typo.stderr
+    offered = {t["task_id"] for t in load_pack().tasks}
+    assert len(named.group(1).split(", ")) == 3 and set(named.group(1).split(", ")) <= offered
+    near = agent("run", "--model", "baseline:greedy", "--task", "dock-24B-w06x1-busy-1", "--out", str(out))
+    assert near.returncode == 2 and "closest tasks offered here are dock-24B-w06x1-busy-0, " in near.stderr
+    keyless = agent("run", "--model", "anthropic:claude-x", "--task", task, "--out", str(out),
+                    env={"ANTHROPIC_API_KEY": ""})
+    assert keyless.returncode == 2
+    assert "anthropic:claude-x needs an API key: set ANTHROPIC_API_KEY in this shell" in keyless.stderr
+    assert not out.exists()  # nothing played, nothing saved, not even a folder
+    for result in (model, typo, near, keyless):
+        assert "Traceback" not in result.stderr and "to play" not in result.stderr
+
+
+def test_an_episode_whose_server_cannot_be_reached_is_said_and_not_saved(agent, tmp_path):
+    out = tmp_path / "rollouts"
+    lost = agent("run", "--model", "baseline:greedy", "--task", "dock-24B-w06x1-busy-0", "--out", str(out),
+                 "--env-url", f"http://127.0.0.1:{free_port()}")
+    assert lost.returncode == 1, lost.stderr
+    assert "baseline:greedy dock-24B-w06x1-busy-0: did not start, not saved: EnvError" in lost.stderr, lost.stderr
+    assert "1 episode ended before the first turn and was not saved" in lost.stderr
+    assert records(out) == [] and not list(out.glob("index/*/*")) and not list(out.glob(".push/running/*.json"))
 
 
 def test_bad_arguments_fail_with_a_message_not_a_traceback(agent, tmp_path):

@@ -4,6 +4,8 @@ within the hourly cap), a match counted as two runs, Stop ending both, and a mat
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from agent.match_runs import SKIP, MatchRegistry, VoteRefused, draw_pair, match_stop_token
@@ -14,7 +16,6 @@ from rollouts.matches import MatchBook
 from rollouts.store import RolloutStore
 from testkit.servers import free_port
 from testkit.tasks import TASK_ID
-from viewer.context import saved_if_played
 
 WAIT_S = 60.0
 
@@ -25,7 +26,7 @@ def arena(tmp_path, env_url):
     1 vote an hour."""
     with RolloutStore(tmp_path / "rollouts", writer_id="w1") as store:
         quota = SaveQuota(3)
-        runs = RunRegistry(saved_if_played(store.save), max_per_visitor=2, quota=quota)
+        runs = RunRegistry(store.save, max_per_visitor=2, quota=quota)
         book = MatchBook(store.root, store.writer_id, on_write=store.notify)
         yield MatchRegistry(runs, book, votes_per_hour=1), store, env_url
 
@@ -33,6 +34,16 @@ def arena(tmp_path, env_url):
 def played(matches, a, b, env_url, *, mode="named", visitor="ip:203.0.113.5", pace=0.0):
     return matches.start(a, b, TASK_ID, mode=mode, owner="page-1", visitor=visitor, env_url=env_url,
                          baseline_pace_s=pace)
+
+
+def took_a_turn(*runs, timeout: float = WAIT_S) -> bool:
+    """Wait until each run's player has taken its first turn (stopped before it, a run is no rollout)."""
+    end = time.monotonic() + timeout
+    while not all(any(e["type"] == "turn_finished" for e in list(run.events)) for run in runs):
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def test_a_named_match_ends_in_a_saved_row_judged_from_its_two_records(arena):
@@ -100,6 +111,7 @@ def test_a_match_counts_as_two_runs_and_a_refusal_starts_neither(arena):
     with pytest.raises(CapacityError, match="starts 2 episodes at once, and you already have 1 episode running"):
         played(matches, "baseline:naive", "baseline:hasty", env_url, visitor=me)
     assert matches.runs._quota.used(me) == 1  # the refused pair took no slot
+    assert took_a_turn(alone)
     assert matches.runs.stop(alone.episode_id, owner="page-1") and alone.wait_finished(WAIT_S)
     match = played(matches, "baseline:naive", "baseline:hasty", env_url, visitor=me)  # rollouts 2 and 3 of 3
     assert match.concluded.wait(WAIT_S) and match.row is not None
@@ -113,6 +125,7 @@ def test_stop_ends_both_for_its_starter_only_and_both_rollouts_are_kept(arena):
     match = played(matches, "baseline:greedy", "baseline:hasty", env_url, pace=2.0)
     assert not matches.stop(match.match_id, owner="another-page")
     assert not matches.stop(match.match_id, token=match_stop_token("0123456789ab"))
+    assert took_a_turn(*match.runs)
     assert matches.stop(match.match_id, token=match_stop_token(match.match_id))
     assert match.concluded.wait(WAIT_S)
     assert [store.load(run.episode_id)["end_reason"] for run in match.runs] == ["stopped", "stopped"]

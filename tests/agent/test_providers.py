@@ -6,6 +6,8 @@ exchange; the full retry loop (notes, waits, Stop) runs against the protocol pee
 
 from __future__ import annotations
 
+import re
+
 import anthropic
 import httpx2  # the HTTP library the anthropic and openai SDKs are built on here
 import openai
@@ -37,9 +39,13 @@ def status_error(sdk, status: int, cls=None):
     return (cls or sdk.APIStatusError)(f"Error code: {status}", response=response, body=response.json())
 
 
+# A model each provider's grammar takes.
+MODEL = {"anthropic": "m", "openai": "m", "hf": "org/m", "vllm": "m", "baseline": "greedy"}
+
+
 def provider(prefix: str, monkeypatch, spec_text: str | None = None) -> ModelAPI:
     monkeypatch.setenv("VLLM_BASE_URL", "http://127.0.0.1:9/v1")
-    spec = registry.parse_spec(spec_text or ("baseline:greedy" if prefix == "baseline" else f"{prefix}:m"))
+    spec = registry.parse_spec(spec_text or f"{prefix}:{MODEL[prefix]}")
     return registry.make_provider(spec, key="sk-test", system=SETUP.system, tools=SETUP.tools, max_tokens=1000,
                                   task_id=TASK_ID, max_turns=12)
 
@@ -83,12 +89,13 @@ def test_a_new_subclass_registers_its_prefix_and_a_taken_prefix_is_refused():
 @pytest.mark.parametrize("prefix, env", [("anthropic", "ANTHROPIC_API_KEY"), ("openai", "OPENAI_API_KEY"),
                                          ("hf", "HF_TOKEN")])
 def test_a_key_typed_in_wins_over_the_environment_and_none_at_all_is_missing(prefix, env, monkeypatch):
-    spec = registry.parse_spec(f"{prefix}:m")
+    spec = registry.parse_spec(f"{prefix}:{MODEL[prefix]}")
     monkeypatch.setenv(env, "from-env")
     assert registry.resolve_key(spec, {prefix: " typed "}) == "typed"
     assert registry.resolve_key(spec, {prefix: ""}) == "from-env"
     monkeypatch.delenv(env)
-    with pytest.raises(MissingKey, match=f"{prefix}:m needs an API key: type one in the form or set {env}"):
+    with pytest.raises(MissingKey, match=f"{prefix}:{MODEL[prefix]} needs an API key: type one in the form or set "
+                                         f"{env}"):
         registry.resolve_key(spec, {})
 
 
@@ -108,10 +115,37 @@ def test_vllm_needs_a_base_url_but_no_key_and_baselines_need_neither(monkeypatch
     registry.check_endpoint(greedy)
 
 
-def test_an_unknown_baseline_names_the_ones_there_are():
-    with pytest.raises(SpecError, match="use baseline:greedy, baseline:naive"):
-        registry.make_provider(registry.parse_spec("baseline:clever"), key=None, system="", tools=[],
-                               max_tokens=1, task_id=TASK_ID, max_turns=12)
+def test_an_unknown_baseline_is_refused_as_the_spec_is_read_naming_the_ones_there_are():
+    """Before, `baseline:smart` read as a spec and failed only once its episode had started."""
+    with pytest.raises(SpecError, match=r"unknown baseline 'smart': the baselines are baseline:greedy, "
+                                        r"baseline:naive, baseline:hasty$"):
+        registry.parse_spec("baseline:smart")
+    with pytest.raises(SpecError, match=r"unknown baseline 'greed' \(did you mean baseline:greedy\?\)"):
+        registry.parse_spec("baseline:greed")
+    with pytest.raises(SpecError, match="a baseline takes no @effort; write baseline:greedy"):
+        registry.parse_spec("baseline:greedy@high")
+    assert not registry.runs_here("baseline:smart") and registry.runs_here("baseline:hasty")
+
+
+@pytest.mark.parametrize("spec, written", [
+    ("hf:Qwen3-8B", "hf:<org>/<model>[:provider|provider2...]"),  # the router names every model org/name
+    ("hf:Qwen/Qwen3-8B/extra", "hf:<org>/<model>"),
+    ("anthropic:claude/sonnet", "anthropic:<model>"),
+    ("openai:gpt|5", "openai:<model>"),
+    ("vllm:a|b", "vllm:<model>"),  # a route list is the router's, not a vLLM server's
+])
+def test_each_provider_refuses_a_model_its_api_would_never_name(spec, written):
+    with pytest.raises(SpecError, match=re.escape(written)) as refused:
+        registry.parse_spec(spec)
+    assert repr(spec) in str(refused.value)
+
+
+@pytest.mark.parametrize("spec", ["hf:Qwen/Qwen3-8B", "hf:org/m:provA|provB", "hf:Qwen/Qwen3.8-27B:fastest",
+                                  "anthropic:claude-sonnet-4-5@high", "openai:gpt-5.5-mini@low",
+                                  "openai:ft:gpt-4o-mini:org::abc123", "vllm:meta-llama/Llama-3.1-8B-Instruct",
+                                  "vllm:local-model", "baseline:naive"])
+def test_the_models_each_api_names_are_taken(spec):
+    assert registry.parse_spec(spec).text == spec
 
 
 # -- what each provider retries ------------------------------------------------------------------------------------

@@ -45,6 +45,10 @@ def test_each_mistake_is_refused_in_one_line_and_no_job_is_submitted(tmp_path, m
         assert "more than the 1 cells" in refused({"--machines": "3"})
         assert "give a duration" in refused({"--timeout": "soon"})
         assert "credentials" in refused({"--env-url": "https://user:pw@berth.example.org"})
+        # A mistyped player or task is said before anything is planned, with the valid ones named.
+        assert "unknown baseline 'smart': the baselines are baseline:greedy" in refused({"--model": "baseline:smart"})
+        assert "unknown task 'dock-99Z-nope-0': the closest tasks offered here are " in refused(
+            {"--task": "dock-99Z-nope-0"})
         jobs.role = "read"
         assert "read-only" in refused()
         jobs.role = "write"

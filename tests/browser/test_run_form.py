@@ -34,11 +34,13 @@ def test_the_task_preview_shows_before_any_run_and_follows_the_picker(arena, new
 def test_stop_is_live_only_while_this_pages_episode_runs(arena, new_page,
                                                          monkeypatch):
     def slow(request: dict) -> Turn:
-        if any(m.get("role") == "tool" for m in request["messages"]):
-            return Turn(ToolCall("submit_plan", optimal_args()))
+        if not any(m.get("role") == "tool" for m in request["messages"]):
+            # The first turn at once: the Stop below comes in the second, so the episode is a rollout to keep.
+            return Turn(ToolCall("get_situation"))
         # Slow, not long: about 80 s of reasoning in a message small enough for a busy browser to keep drawing.
-        return Turn(Text("Reading the situation carefully first. " * 40), ToolCall("get_situation"), chunk=4,
-                    delay=0.2)
+        return Turn(Text("Weighing the berths carefully before I submit. " * 34), ToolCall("submit_plan",
+                                                                                           optimal_args()),
+                    chunk=4, delay=0.2)
 
     with ChatPeer(slow) as peer:
         monkeypatch.setenv("VLLM_BASE_URL", peer.url + "/v1")
@@ -61,4 +63,5 @@ def test_stop_is_live_only_while_this_pages_episode_runs(arena, new_page,
         expect(page.locator("#status")).to_contain_text("stopped", timeout=45000)
         expect(page.locator("#run")).to_be_enabled()
         expect(page.locator("#stop")).to_be_disabled()
-    assert arena.ctx.store.load(episode_id)["end_reason"] == "stopped"
+    stopped = arena.ctx.store.load(episode_id)
+    assert stopped["end_reason"] == "stopped" and stopped["turns"] == 1

@@ -85,6 +85,8 @@ def test_a_missing_key_is_said_beside_the_model_and_a_failing_provider_in_the_ch
         expect(page.locator("#chat")).to_contain_text("Provider error", timeout=60000)
         expect(page.locator("#status")).to_contain_text("error")
         expect(note).to_be_hidden()  # the old note went with the new run
-    record = arena.ctx.store.load(episode_of(page))
-    assert record["end_reason"] == "error" and "500" in record["errors"][0]
+    # Its model never answered a turn: the error is shown, and the episode is no rollout (nothing saved).
+    expect(page.locator("#episode-info")).to_contain_text("ended before its first turn, so it is not a rollout")
+    assert arena.ctx.store.load(episode_of(page)) is None
+    assert "500" in page.locator("#chat").inner_text()
     expect(page.locator("#run")).to_be_enabled()

@@ -1,5 +1,6 @@
-"""A started episode always leaves a record: episodes killed with `kill -9` come back as `interrupted` records on
-the next start, with what had streamed; an episode a live process is still playing is left alone."""
+"""A started episode always leaves a record: episodes killed with `kill -9` after their first turn come back as
+`interrupted` records on the next start, with what had streamed (one killed before its first turn is no rollout:
+tests/rollouts/test_not_started.py); an episode a live process is still playing is left alone."""
 
 from __future__ import annotations
 
@@ -26,18 +27,18 @@ def _entries(root: Path) -> dict[str, dict]:
 
 def test_episodes_killed_mid_run_become_interrupted_records_on_the_next_start(tmp_path, warm_python):
     root = tmp_path / "rollouts"
-    child = warm_python.popen("testkit.playing_child", str(root), "3", "30")
+    child = warm_python.popen("testkit.playing_child", str(root), "3", "4")
     try:
         deadline = time.monotonic() + 60
-        # Wait until each episode has streamed its opening (the system prompt and the situation).
+        # Wait until each episode has taken its first turn (one killed before would be no rollout) and no second.
         while time.monotonic() < deadline:
             entries = _entries(root)
-            if len(entries) == 3 and all(len(r["messages"]) >= 2 for r in entries.values()):
+            if len(entries) == 3 and all(r["turns"] >= 1 for r in entries.values()):
                 break
             assert child.poll() is None, child.output("stderr")
             time.sleep(0.2)
         else:
-            raise AssertionError(f"the episodes never streamed their opening: {child.output('stderr')}")
+            raise AssertionError(f"the episodes never took a turn: {child.output('stderr')}")
         child.send_signal(signal.SIGKILL)
         child.wait(10)
     finally:

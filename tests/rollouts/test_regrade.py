@@ -54,7 +54,7 @@ def graded_record(episode_id: str, task_id: str, final_plan, check_plans=(), *, 
         "started": f"{DAY}T09:00:00Z", "seconds": 30.0,
         "messages": [{"role": "system", "content": "rules"}, {"role": "user", "content": "situation"}],
         "steps": steps, "final": final, "reward": reward, "usage": {"input_tokens": 1000, "output_tokens": 100},
-        "turns": len(steps), "end_reason": "submitted" if final_plan is not None else "turn_limit", "errors": [],
+        "turns": max(len(steps), 1), "end_reason": "submitted" if final_plan is not None else "turn_limit", "errors": [],
         "app_version": "0.1.0",
     }
 

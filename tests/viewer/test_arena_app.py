@@ -89,6 +89,7 @@ def test_a_random_match_keeps_its_names_out_of_every_answer_until_the_vote(arena
     (("gpt-without-provider", "baseline:greedy"), "must start with one of"),
     (("baseline:greedy", "anthropic:claude-x"), "needs an Anthropic API key"),
     (("baseline:greedy", "baseline:greedy"), "Model B is model A again"),
+    (("baseline:greedy", "baseline:smart"), "unknown baseline 'smart': the baselines are baseline:greedy"),
 ])
 def test_a_start_gets_the_checks_of_a_run(client, monkeypatch, models, message):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
@@ -105,6 +106,11 @@ def test_a_match_counts_as_two_runs_stops_with_its_token_and_bad_ids_are_refused
         client.predict(*PAIR, TASK_ID, False, api_name="/arena_start")
     other = Client(arena.url, verbose=False)  # another client of the same visitor, without the token: no
     assert other.predict(started["match_id"], "wrong-token", api_name="/arena_stop") is False
+    live = arena.ctx.matches.get(started["match_id"])
+    deadline = time.monotonic() + 30  # stopped after each side's first turn (before it, a side is no rollout)
+    while not all(any(e["type"] == "turn_finished" for e in list(run.events)) for run in live.runs):
+        assert time.monotonic() < deadline, "the sides never took a turn"
+        time.sleep(0.05)
     assert other.predict(started["match_id"], started["stop_token"], api_name="/arena_stop") is True
     match = ended(client, started["match_id"])
     assert (match["end_reason_a"], match["end_reason_b"]) == ("stopped", "stopped") and match["saved"]

@@ -7,8 +7,8 @@ import time
 import pytest
 from gradio_client import Client
 
-from testkit.peers import ChatPeer
-from testkit.tasks import TASK_ID, slow_then_optimal
+from testkit.peers import ChatPeer, Text, ToolCall, Turn
+from testkit.tasks import TASK_ID, optimal_args, slow_then_optimal
 
 
 @pytest.fixture
@@ -45,18 +45,41 @@ def test_baseline_episode_streams_updates_and_ends_with_the_servers_reward(arena
     assert arena.ctx.store.load(record["episode_id"])["reward"] == expected  # saved before the UI said so
 
 
-def test_stop_keeps_a_stopped_rollout(arena, slow_model):
+def slow_second_turn(request: dict) -> Turn:
+    """A chat-peer script: the first turn reads the situation at once, the second thinks for about 20 s."""
+    if not any(m.get("role") == "tool" for m in request["messages"]):
+        return Turn(ToolCall("get_situation"))
+    return Turn(Text("weighing the berths " * 200), ToolCall("submit_plan", optimal_args()), chunk=6, delay=0.03)
+
+
+def test_stop_keeps_a_stopped_rollout_once_its_model_took_a_turn(arena, monkeypatch):
     client = Client(arena.url, verbose=False)
+    with ChatPeer(slow_second_turn) as peer:
+        monkeypatch.setenv("VLLM_BASE_URL", peer.url + "/v1")
+        job = client.submit("vllm:slow", TASK_ID, 12, 24000, "embedded", api_name="/run")
+        episode_id = wait_for(lambda: job.outputs() and job.outputs()[0]["episode_id"])
+        run = arena.ctx.registry.get(episode_id)
+        wait_for(lambda: any(e["type"] == "turn_started" and e["turn"] == 2 for e in list(run.events)))
+        assert client.predict(episode_id, api_name="/stop") is True
+        updates = list(job)
+    assert updates[-1]["end_reason"] == "stopped" and updates[-1]["saved"] is True
+    record = wait_for(lambda: arena.ctx.store.load(episode_id))
+    assert record["end_reason"] == "stopped" and record["turns"] == 1 and not record["errors"]
+    assert client.predict(episode_id, api_name="/stop") is False  # already over
+
+
+def test_a_stop_before_the_models_first_answer_keeps_nothing(arena, slow_model):
+    """Nothing was played, so nothing is a rollout: the visitor is told, nothing is saved."""
+    client = Client(arena.url, verbose=False)
+    before = len(arena.ctx.store.rows())
     job = client.submit("vllm:slow", TASK_ID, 12, 24000, "embedded", api_name="/run")
-    first = wait_for(lambda: job.outputs() and job.outputs()[-1]["events"] > 5)
+    assert wait_for(lambda: job.outputs() and job.outputs()[-1]["events"] > 5)
     episode_id = job.outputs()[0]["episode_id"]
-    assert first
     assert client.predict(episode_id, api_name="/stop") is True
     updates = list(job)
-    assert updates[-1]["end_reason"] == "stopped"
-    record = wait_for(lambda: arena.ctx.store.load(episode_id))
-    assert record["end_reason"] == "stopped" and record["turns"] == 0 and not record["errors"]
-    assert client.predict(episode_id, api_name="/stop") is False  # already over
+    assert updates[-1]["end_reason"] == "stopped" and updates[-1]["saved"] is False
+    assert "ended before its first turn" in arena.ctx.registry.get(episode_id).save_error
+    assert arena.ctx.store.load(episode_id) is None and len(arena.ctx.store.rows()) == before
 
 
 def test_closing_the_client_does_not_kill_the_episode(arena, slow_model):

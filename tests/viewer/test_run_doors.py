@@ -69,6 +69,12 @@ def test_a_visitors_server_on_the_spaces_network_gets_nothing_and_leaves_no_roll
     ("baseline:greedy", "x" * 100_000, "The task id is too large"),
     ("baseline:greedy", "x" * 200, "must be 1-128 letters"),
     ("baseline:greedy", "dock-99X-w01x1-busy-0", "not one this server offers"),
+    # Before, these two passed the checks, played, and were saved as reward-0 rollouts on the board.
+    ("baseline:smart", TASK_ID, "unknown baseline 'smart': the baselines are baseline:greedy, baseline:naive, "
+                                "baseline:hasty"),
+    ("hf:Qwen3-8B", TASK_ID, "hf: models are written hf:<org>/<model>"),
+    ("baseline:greedy", "dock-24B-w06x1-busy-1", "not one this server offers. The closest it offers: "
+                                                 "dock-24B-w06x1-busy-0, "),
 ])
 def test_hostile_specs_and_task_ids_are_refused_briefly_and_leave_no_rollout(arena, model, task_id, expected):
     client = Client(arena.url, verbose=False)
@@ -139,20 +145,20 @@ def test_a_server_that_cannot_be_reached_leaves_no_rollout(tmp_path):
     from rollouts.store import RolloutStore
     from testkit.servers import free_port
     from viewer.chat import chat_messages
-    from viewer.context import saved_if_played
 
     store = RolloutStore(tmp_path / "rollouts")
     try:
-        registry = RunRegistry(saved_if_played(store.save))
+        registry = RunRegistry(store.save, journal=store.running)
         run = registry.start("baseline:greedy", TASK_ID, owner="visitor", env_url=f"http://localhost:{free_port()}",
                              server_policy=ServerPolicy.build([], "localhost"))  # allowed, but nothing listens
         wait_for(lambda: run.finished, timeout=60)
         assert [e["type"] for e in run.events] == ["error", "episode_finished"]
-        assert run.save_error == "The episode never reached its berth server, so no rollout was kept."
+        assert run.save_error == "The episode ended before its first turn, so it is not a rollout and nothing was saved."
         titled = [m for m in chat_messages(run.events) if (m.metadata or {}).get("title") == "❌ Berth server error"]
         assert len(titled) == 1  # the server's fault, named so, in words
         assert "could not start an episode on http://localhost" in titled[0].content
         assert "EnvError" not in titled[0].content
         assert store.rows() == [] and not list(store.root.rglob("*.json"))
+        assert store.running.running() == []  # nor does the next start recover one from the journal
     finally:
         store.close()

@@ -17,7 +17,6 @@ from rollouts.store import RolloutStore
 from testkit.app import launched_app
 from testkit.servers import free_port
 from testkit.tasks import TASK_ID
-from viewer.context import saved_if_played
 
 
 class Clock:
@@ -64,7 +63,7 @@ def test_runs_and_hand_played_episodes_share_one_budget_and_only_saved_rollouts_
     clock = Clock()
     quota = SaveQuota(3, clock=clock)
     with RolloutStore(tmp_path / "rollouts") as store:
-        runs = RunRegistry(saved_if_played(store.save), max_per_visitor=4, quota=quota)
+        runs = RunRegistry(store.save, max_per_visitor=4, quota=quota)
         plays = PlayRegistry(store.save, env_url=env_url, quota=quota, max_per_visitor=4)
         try:
             me = "ip:203.0.113.5"

@@ -23,6 +23,7 @@ from agent.providers.registry import MissingKey, check_endpoint, parse_spec, pro
 from agent.runs import CapacityError, EpisodeRun, stop_token
 from agent.spec import SpecError
 from agent.task_api import valid_task_id
+from agent.tasks import closest_tasks
 from rollouts.record_view import RecordView
 from viewer.chart import preview_chart
 from viewer.context import AppContext
@@ -129,7 +130,9 @@ def check_request(ctx: AppContext, models: dict[str, Any], task_id: Any, turns: 
         raise FormError("server", f"{text[:1].upper()}{text[1:]}.") from None
     task = ctx.task_for(task_id, server_url)
     if task is None:
-        raise FormError("task", f"Task {excerpt(task_id)} is not one this server offers.")
+        near = "" if server_url else f" The closest it offers: {', '.join(closest_tasks(task_id))}."
+        raise FormError("task", f"Task {excerpt(task_id)} is not one this server offers.{near} Pick one from the "
+                                "task list.")
     try:
         max_turns, max_tokens = int(turns or DEFAULT_MAX_TURNS), int(tokens or DEFAULT_MAX_TOKENS)
         if not 1 <= max_turns <= 60 or not 256 <= max_tokens <= 200000:
