@@ -21,7 +21,7 @@ from tqdm import tqdm
 from agent.sweep_jobs import JobView, describe
 from agent.sweep_plan import command_secrets, scrub
 from agent.sweep_state import ShardJob, SweepState, board_rel, in_folder, push, save_local
-from rollouts.board_text import board_markdown, price_note
+from rollouts.board_text import board_document
 
 LOG_LINES = 8  # a failed shard's last log lines, shown when it fails
 
@@ -283,4 +283,4 @@ def sweep_board(plan: Any, rows: list[dict]) -> str:
     engine.set_table("hub", rows_table(rows))
     lines = board(engine, "model = ANY(?::VARCHAR[]) AND task_id = ANY(?::VARCHAR[])",
                   [list(plan.models), list(plan.tasks)], latest=plan.repeats)
-    return board_markdown(lines) + "\n" + price_note()
+    return board_document(lines)
