@@ -9,8 +9,7 @@ import json
 import time
 from pathlib import Path
 
-from agent.grid import grid_cells
-from berth_env import load_pack
+from agent.grid import grid_cells, task_ids
 from testkit.fakejobs import warm_spawn
 from testkit.peers import ChatPeer, ToolCall, Turn, always
 from testkit.tasks import optimal_args
@@ -30,7 +29,8 @@ BASELINES = ["baseline:greedy", "baseline:naive"]
 
 
 def eval_tasks(n: int) -> list[str]:
-    return [t["task_id"] for t in load_pack().split("eval")[:n]]
+    """The tasks `--split eval --limit n` plays: n spread over the tiers (agent.grid)."""
+    return task_ids(None, "eval", n, None)
 
 
 def run_cells(files: dict[str, bytes], tmp: Path, run: str) -> list[tuple[str, str]]:
