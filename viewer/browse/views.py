@@ -47,7 +47,9 @@ BOARD_COLUMNS = [("model", "model", None), ("n", "n", 0), ("mean reward", "mean_
 BOARD_HEADERS = [header for header, _, _ in BOARD_COLUMNS]
 BOARD_TYPES = ["str" if digits is None or isinstance(column, tuple) else "number"
                for _, column, digits in BOARD_COLUMNS]
-ARENA_COLUMNS = {"arena": "rating", "arena_low": "ci_low", "arena_high": "ci_high", "arena_rank": "rank"}
+ARENA_COLUMNS = {"arena": "rating", "arena_low": "ci_low", "arena_high": "ci_high", "arena_rank": "rank",
+                 "arena_note": "note"}
+UNRATED = "unrated"  # in the arena interval's place; the notes under the board say why
 
 
 def _missing(value: Any) -> bool:
@@ -91,7 +93,8 @@ def board_table(lines: list[dict]) -> pd.DataFrame:
                 low, high = (row.get(c) for c in column)
                 # The mean of one episode has no interval (rollouts.sample_size); a missing rating is said below.
                 small = column == ("ci_low", "ci_high") and not _missing(row.get("mean_reward"))
-                cells.append((TOO_SMALL if small else "") if _missing(low) or _missing(high)
+                unrated = column == ("arena_low", "arena_high") and _missing(row.get("arena"))
+                cells.append((TOO_SMALL if small else UNRATED if unrated else "") if _missing(low) or _missing(high)
                              else f"{_fixed(low, digits)}–{_fixed(high, digits)}")
             elif digits is None:
                 cells.append(str(row[column]))
