@@ -213,16 +213,15 @@ def _write_board(args: argparse.Namespace, tasks: list[str], root: Path) -> None
     runs/<run>/board.md."""
     from rollouts.archive import Archive  # the index engine (DuckDB) only once there is a board to draw
     from rollouts.board import board
-    from rollouts.board_text import board_document
+    from rollouts.board_text import board_document, board_terminal
 
     archive = Archive.of_folder(root)
     where = "run = ? AND model = ANY(?::VARCHAR[]) AND task_id = ANY(?::VARCHAR[])"
     lines = board(archive.engine, where, [args.run, list(args.model), list(tasks)], latest=args.repeats)
-    text = board_document(lines)
     board_path = root / "runs" / args.run / "board.md"
     board_path.parent.mkdir(parents=True, exist_ok=True)
-    board_path.write_text(text)
-    print(text)
+    board_path.write_text(board_document(lines))
+    print(board_terminal(lines, wide=str(board_path)))  # the compact board fits a terminal; board.md has it all
     print(f"board: {board_path}", file=sys.stderr)
     print(_best_links(archive, args.run, tasks, args.model), file=sys.stderr)
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import textwrap
 from pathlib import Path
 
 from rollouts.board import COLUMNS, board, sort_board
@@ -40,7 +39,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"error: no rollouts in {root} (expected rollouts/ and index/ folders)", file=sys.stderr)
         return 2
     from rollouts.archive import Archive
-    from rollouts.board_text import TERMINAL_COLUMNS, board_compact, board_document, board_json, board_notes
+    from rollouts.board_text import board_document, board_json, board_terminal
 
     archive = Archive.of_folder(root)
     where, params = ("run = ?", [args.run]) if args.run else ("true", [])
@@ -56,7 +55,5 @@ def main(args: argparse.Namespace) -> int:
     if args.wide:
         print(board_document(lines), end="")
         return 0
-    print(board_compact(lines))
-    for note in [*board_notes(lines), "every figure (tokens, checks, dollars and the intervals of each): --wide"]:
-        print(textwrap.fill(f"{note}.", TERMINAL_COLUMNS, subsequent_indent="  ", break_on_hyphens=False))
+    print(board_terminal(lines), end="")
     return 0

@@ -6,6 +6,7 @@ rollouts.board.FIGURES, so a figure shows the same way in each; and the notes un
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Callable
 from typing import Any
 
@@ -87,6 +88,16 @@ def board_compact(lines: list[dict], width: int = TERMINAL_COLUMNS) -> str:
     for k, name in enumerate(names):
         out.append(GAP.join([name.ljust(first), *(c[k + 1].rjust(w) for c, w in zip(columns, widths, strict=True))]))
     return "\n".join(line.rstrip() for line in out) + "\n"
+
+
+def board_terminal(lines: list[dict], wide: str = "--wide") -> str:
+    """What a terminal shows at the end of a board command, a run or a sweep: the compact table, then its notes
+    wrapped to TERMINAL_COLUMNS, then where every figure is (`wide`: a flag, or board.md's path)."""
+    notes = [*board_notes(lines), f"every figure (tokens, checks, dollars and the intervals of each): {wide}"]
+    return board_compact(lines) + "\n" + "".join(
+        textwrap.fill(f"{note}.", TERMINAL_COLUMNS, subsequent_indent="  ", break_on_hyphens=False,
+                      break_long_words=False) + "\n"  # a path or a model name stays whole, to copy
+        for note in notes)
 
 
 def _shortened(name: str, room: int) -> str:

@@ -60,8 +60,13 @@ def test_batch_run_writes_the_dataset_layout_resumes_and_writes_a_board(agent, t
     index_rows = [json.loads(line) for p in out.glob("index/*/*.jsonl") for line in p.read_text().splitlines()]
     assert len(index_rows) == 6
     board = (out / "runs" / "smoke" / "board.md").read_text()
-    assert "| baseline:greedy | 3 |" in board and "| baseline:naive | 3 |" in board
-    assert board in first.stdout
+    assert "| baseline:greedy | 3 |" in board and "| baseline:naive | 3 |" in board  # every figure, in Markdown
+    assert "every model has fewer than 5 episodes, so none is ranked" in board
+    # The terminal gets the compact board, 100 columns at most, and the path of board.md for the rest.
+    assert re.search(r"^baseline:greedy +3 ", first.stdout, re.M) and re.search(r"^baseline:naive +3 ", first.stdout,
+                                                                              re.M)
+    assert max(len(line) for line in first.stdout.splitlines() if "board.md" not in line) <= 100, first.stdout
+    assert "| baseline:greedy |" not in first.stdout and "board.md." in first.stdout
     # Each model's best rollout by its share page (ARENA_URL, as on a Space, says where the pages are served).
     by_id = {r["episode_id"]: r for r in saved}
     for model in ("baseline:greedy", "baseline:naive"):

@@ -6,6 +6,7 @@ dataset, what the peer received, and everything written or printed along the way
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -79,8 +80,12 @@ def test_four_jobs_save_every_episode_of_the_grid_once_and_the_secrets_stay_secr
             assert [s["stage"] for s in state["shards"]] == ["COMPLETED"] * 4
             assert state["secret_names"] == ["HF_TOKEN"] and len({s["job_id"] for s in state["shards"]}) == 4
         assert "episodes saved: 40/40" in ran.err and "shards 4/4 done" in ran.err
-        assert "| baseline:greedy | 20 |" in ran.out and "| baseline:naive | 20 |" in ran.out
-        assert (here / "runs" / "sweep-four" / "board.md").read_text() in ran.out
+        board_md = (here / "runs" / "sweep-four" / "board.md").read_text()
+        assert "| baseline:greedy | 20 |" in board_md and "| baseline:naive | 20 |" in board_md  # every figure
+        # The terminal gets the compact board, 100 columns at most, and where the rest is.
+        assert re.search(r"^baseline:greedy +20 ", ran.out, re.M) and re.search(r"^baseline:naive +20 ", ran.out, re.M)
+        assert max(len(line) for line in ran.out.splitlines() if "board.md" not in line) <= 100
+        assert "board.md." in ran.out
 
         # The token was each shard's environment (what a Job does with a secret); it and the key no model needed
         # are nowhere else: not in a command, a plain environment, a log, the state, the dataset or the output.
