@@ -18,12 +18,14 @@ import argparse
 import math
 import random
 import re
+import textwrap
 from collections.abc import Sequence
 
 from agent.task_api import TaskAPI
 from berth_env import TIERS, load_pack
 
 TASK_API_TIMEOUT_S = 30.0
+LINE_COLUMNS = 100  # the chosen ids, wrapped for a terminal
 SAMPLE_SEED = "berth-arena-tasks-1"  # changing it changes every --limit sample: resumed runs would not resume
 # The name goes into every record and the public board: a bounded, plain alphabet.
 RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -114,7 +116,9 @@ def describe_tasks(tasks: list[str], split: str | None, limit: int | None, tiers
         how.append(f"tier {', '.join(tiers)}")
     if limit:
         how.append("a seeded sample spread over the tiers")
-    return ", ".join(how) + ": " + " ".join(tasks)
+    ids = textwrap.fill(" ".join(tasks), LINE_COLUMNS, initial_indent="  ", subsequent_indent="  ",
+                        break_long_words=False, break_on_hyphens=False)
+    return ", ".join(how) + ":\n" + ids
 
 
 def grid_cells(task_ids: list[str], models: list[str], shard: tuple[int, int] | None = None) -> list[tuple[str, str]]:

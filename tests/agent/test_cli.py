@@ -93,8 +93,10 @@ def test_limit_spreads_the_tasks_over_the_tiers_prints_them_and_tier_filters(age
     spread = agent("run", "--model", "baseline:naive", "--split", "eval", "--limit", "4", "--out", str(out),
                    "--run", "spread")
     assert spread.returncode == 0, spread.stderr
-    printed = re.search(r"^4 tasks of split eval, a seeded sample spread over the tiers: (.+)$", spread.stderr, re.M)
+    printed = re.search(r"^4 tasks of split eval, a seeded sample spread over the tiers:\n((?:  .+\n)+)",
+                        spread.stderr, re.M)
     assert printed, spread.stderr
+    assert max(len(line) for line in printed.group(0).splitlines()) <= 100  # wrapped for a terminal
     saved = records(out)
     assert sorted(printed.group(1).split()) == sorted(r["task_id"] for r in saved)
     assert {r["task"]["difficulty"] for r in saved} == set(TIERS)
@@ -108,7 +110,7 @@ def test_limit_spreads_the_tasks_over_the_tiers_prints_them_and_tier_filters(age
     storms = agent("run", "--model", "baseline:naive", "--split", "eval", "--tier", "storm", "--tier", "extreme",
                    "--limit", "2", "--out", str(out), "--run", "storms")
     assert storms.returncode == 0, storms.stderr
-    assert "2 tasks of split eval, tier storm, extreme, a seeded sample spread over the tiers: " in storms.stderr
+    assert "2 tasks of split eval, tier storm, extreme, a seeded sample spread over the tiers:\n  " in storms.stderr
     assert {r["task"]["difficulty"] for r in records(out) if r["run"] == "storms"} == {"storm", "extreme"}
     for bad, said in ((["--tier", "stormy", "--split", "eval"], "invalid choice: 'stormy'"),
                       (["--tier", "storm", "--task", "dock-24B-w06x1-busy-0"], "--tier picks from a split"),

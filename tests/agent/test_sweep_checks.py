@@ -153,7 +153,7 @@ def test_a_local_sweep_is_estimated_from_a_local_start_and_shares_runs_tier_and_
     assert "machines: 2 local processes, about 20 s each (start-up 18 s included)" in ran.err
     assert "3 min" not in ran.err and "start-up 3" not in ran.err
     chosen = task_ids(None, "eval", 3, None, ["storm", "extreme"])
-    assert f"3 tasks of split eval, tier storm, extreme, a seeded sample spread over the tiers: {' '.join(chosen)}" \
+    assert f"3 tasks of split eval, tier storm, extreme, a seeded sample spread over the tiers:\n  {' '.join(chosen)}" \
         in ran.err
     assert "--split eval --tier storm --tier extreme --limit 3 --repeats 1 --run local-dry" in ran.err
     refused = sweep("--on", "local", "--model", "baseline:greedy", "--task", chosen[0], "--tier", "storm",
