@@ -1,4 +1,4 @@
-"""Batch runs: `python -m agent run --model SPEC ... (--task ID ... | --split eval [--limit N])`; the board, the
+"""Batch runs: `python -m agent run --model SPEC ... (--task ID ... | --split eval [--tier T] [--limit N])`; the board, the
 arena ratings and regrading of stored rollouts are `python -m agent board` (agent/cli_board.py), `python -m agent
 ratings` (agent/cli_ratings.py) and `python -m agent regrade` (agent/cli_regrade.py); the tasks offered, `python -m
 agent tasks` (agent/cli_tasks.py). Commands that play or grade tasks load the tasks dataset first (TASKS_DATASET:
@@ -31,7 +31,7 @@ from typing import Any
 from tqdm import tqdm
 
 from agent import cli_board, cli_ratings, cli_regrade, cli_sweep, cli_tasks
-from agent.grid import check_run_name, grid_cells, parse_shard, positive, task_ids
+from agent.grid import check_run_name, describe_tasks, grid_cells, parse_shard, positive, task_ids
 from agent.limits import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, DEFAULT_WALL_CLOCK_S
 from agent.providers.registry import (
     MissingKey,
@@ -43,6 +43,7 @@ from agent.providers.registry import (
 )
 from agent.spec import SpecError
 from agent.task_api import TaskAPIError
+from berth_env import TIERS
 from rollouts.layout import default_rollout_dir
 from rollouts.links import public_base, rollout_page
 from rollouts.store import NotStarted, RolloutStore
@@ -61,7 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
     which = run.add_mutually_exclusive_group(required=True)
     which.add_argument("--task", action="append", metavar="ID", help="a task id, repeatable")
     which.add_argument("--split", help="every task of a split (e.g. eval)")
-    run.add_argument("--limit", type=int, help="only the first N tasks of the split")
+    run.add_argument("--tier", action="append", choices=TIERS, help="only the split's tasks of this tier, repeatable")
+    run.add_argument("--limit", type=positive, metavar="N",
+                     help="N of the split's tasks, spread over the tiers (a seeded sample; the ids are printed)")
     run.add_argument("--env-url", help="a PortSimEnv v1 server; default: start the embedded one")
     run.add_argument("--out", type=Path, help="rollout folder (default: ROLLOUT_DIR or ./data/rollouts)")
     run.add_argument("--run", default="default", help="run name; resuming uses it (default: %(default)s)")
@@ -103,10 +106,14 @@ def main(argv: list[str] | None = None) -> int:
         check_run_name(args.run)
         if args.env_url is None:
             cli_tasks.serve_tasks()  # after the checks above, so a mistyped flag is said at once
-        tasks = task_ids(args.task, args.split, args.limit, args.env_url)
+        if args.task and args.limit:
+            raise ValueError("--limit takes N tasks of a split: give --split with it, not --task")
+        tasks = task_ids(args.task, args.split, args.limit, args.env_url, args.tier)
     except (SpecError, KeyError, ValueError, TaskAPIError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if args.limit or args.tier:
+        print(describe_tasks(tasks, args.split, args.limit, args.tier), file=sys.stderr)
     return run_batch(args, tasks)
 
 
@@ -247,16 +254,15 @@ def _write_board(args: argparse.Namespace, tasks: list[str], root: Path) -> None
     runs/<run>/board.md."""
     from rollouts.archive import Archive  # the index engine (DuckDB) only once there is a board to draw
     from rollouts.board import board
-    from rollouts.board_text import board_markdown, price_note
+    from rollouts.board_text import board_document, board_terminal
 
     archive = Archive.of_folder(root)
     where = "run = ? AND model = ANY(?::VARCHAR[]) AND task_id = ANY(?::VARCHAR[])"
     lines = board(archive.engine, where, [args.run, list(args.model), list(tasks)], latest=args.repeats)
-    text = board_markdown(lines) + "\n" + price_note()
     board_path = root / "runs" / args.run / "board.md"
     board_path.parent.mkdir(parents=True, exist_ok=True)
-    board_path.write_text(text)
-    print(text)
+    board_path.write_text(board_document(lines))
+    print(board_terminal(lines, wide=str(board_path)))  # the compact board fits a terminal; board.md has it all
     print(f"board: {board_path}", file=sys.stderr)
     print(_best_links(archive, args.run, tasks, args.model), file=sys.stderr)
 

@@ -1,9 +1,12 @@
-"""`python -m agent board [--dir DIR] [--json] [--sort COLUMN] [--run RUN]`: the leaderboard of a rollout folder.
+"""`python -m agent board [--dir DIR] [--wide | --json] [--sort COLUMN] [--run RUN]`: the leaderboard of a folder.
 
 The same board as Browse and a run's board.md (rollouts.board), over every rollout of the folder (or of one run),
 read through the archive's read side: the folder is left byte for byte as it was. Rows written by an older version
 lack the newest columns until `python -m rollouts fill-index` (or the app's start) fills them in; their figures
-read as unknown meanwhile. `--json` prints one JSON object per model and line (rollouts.board_text.board_json).
+read as unknown meanwhile. By default a compact table that fits a 100-column terminal (model, n, mean reward with
+its interval, per tier, feasible); `--wide` prints every figure as the Markdown table a run's board.md holds;
+`--json` one JSON object per model and line (rollouts.board_text.board_json). The notes under the table (small
+samples, prices) are rollouts.board_text's, as Browse shows them.
 """
 
 from __future__ import annotations
@@ -20,7 +23,9 @@ from rollouts.layout import INDEX_DIR, RECORDS_DIR, default_rollout_dir
 def add_parser(commands: argparse._SubParsersAction) -> None:
     command = commands.add_parser("board", help="the leaderboard of the rollouts in a folder")
     command.add_argument("--dir", type=Path, help="rollout folder (default: ROLLOUT_DIR or ./data/rollouts)")
-    command.add_argument("--json", action="store_true", help="one JSON object per model, one per line")
+    shown = command.add_mutually_exclusive_group()
+    shown.add_argument("--wide", action="store_true", help="every figure, as a Markdown table (wider than a terminal)")
+    shown.add_argument("--json", action="store_true", help="one JSON object per model, one per line")
     command.add_argument("--sort", default="mean_reward", choices=COLUMNS, metavar="COLUMN",
                          help="board column to sort by, best first (default: %(default)s)")
     command.add_argument("--ascending", action="store_true", help="smallest first (e.g. usd_per_episode)")
@@ -34,7 +39,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"error: no rollouts in {root} (expected rollouts/ and index/ folders)", file=sys.stderr)
         return 2
     from rollouts.archive import Archive
-    from rollouts.board_text import board_json, board_markdown, price_note
+    from rollouts.board_text import board_document, board_json, board_terminal
 
     archive = Archive.of_folder(root)
     where, params = ("run = ?", [args.run]) if args.run else ("true", [])
@@ -47,6 +52,8 @@ def main(args: argparse.Namespace) -> int:
     if not lines:
         print(f"no rollouts{f' in run {args.run}' if args.run else ''} in {root}", file=sys.stderr)
         return 0
-    print(board_markdown(lines))
-    print(price_note(), end="")
+    if args.wide:
+        print(board_document(lines), end="")
+        return 0
+    print(board_terminal(lines), end="")
     return 0

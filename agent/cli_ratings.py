@@ -2,8 +2,11 @@
 
 The same ratings as the `arena` column of Browse's leaderboard (rollouts.ratings, through the archive's read side,
 rollouts.archive.Archive.ratings): for every task, every two models with rollouts on it make one battle, decided
-by their mean reward there; a Bradley–Terry fit on the Elo scale, baseline:naive at 1000, 95% intervals from 100
-resamples of the tasks. The folder is left byte for byte as it was. `--json` prints one JSON list of
+by their mean reward there; a Bradley–Terry fit on the Elo scale, baseline:naive at 1000 (without it, the rated
+models' mean), 95% intervals from 100 resamples of the tasks, no rating below rollouts.sample_size's minimum of
+tasks. Under the table the notes Browse shows under its board (rollouts.ratings.ratings_notes): the real anchor,
+who is rated, the ranks several models share and why, each model without a rating and why. The folder is left
+byte for byte as it was. `--json` prints one JSON list of
 {model, rating, ci_low, ci_high, rank, battles, wins, losses, ties, note} (null without a rating; `note` says why).
 Votes on arena matches never enter a rating.
 """

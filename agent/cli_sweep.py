@@ -1,6 +1,6 @@
 """`python -m agent sweep`: one batch over N machines, on Hugging Face Jobs (the default) or as local processes.
 
-    python -m agent sweep --model M ... (--split S [--limit L] | --task ID ...) --machines N --dataset USER/REPO
+    python -m agent sweep --model M ... (--split S [--tier T] [--limit L] | --task ID ...) --machines N --dataset USER/REPO
                           [--space OWNER/NAME | --image IMAGE] [--flavor cpu-basic] [--timeout 6h] [--dry-run]
     python -m agent sweep --resume RUN | --status RUN | --cancel RUN     [--dataset USER/REPO] [--out DIR]
                           [--accept-remote-plan]
@@ -28,7 +28,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from agent.grid import check_run_name, positive, task_ids
+from agent.grid import check_run_name, describe_tasks, positive, task_ids
 from agent.limits import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, DEFAULT_WALL_CLOCK_S
 from agent.sweep import Console, Sweep, saved_count
 from agent.sweep_cost import describe as describe_estimate
@@ -46,6 +46,7 @@ from agent.sweep_plan import (
 )
 from agent.sweep_plan import shard_run_args as shard_args
 from agent.sweep_state import SweepState, SweepStateError, check_folder, load_from_hub, load_local, reconcile
+from berth_env import TIERS
 from rollouts.layout import default_rollout_dir
 
 
@@ -56,7 +57,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     which = sweep.add_mutually_exclusive_group()
     which.add_argument("--task", action="append", metavar="ID", help="a task id, repeatable")
     which.add_argument("--split", help="every task of a split (e.g. eval)")
-    sweep.add_argument("--limit", type=int, help="only the first N tasks of the split")
+    sweep.add_argument("--tier", action="append", choices=TIERS, help="only the split's tasks of this tier, repeatable")
+    sweep.add_argument("--limit", type=positive, metavar="N",
+                       help="N of the split's tasks, spread over the tiers (a seeded sample, as `run` draws it)")
     sweep.add_argument("--repeats", type=positive, default=1, metavar="R", help="play each cell R times")
     sweep.add_argument("--run", help="run name, also the sweep's name (default: sweep-<UTC time>)")
     sweep.add_argument("--env-url", help="a PortSimEnv v1 server for every shard; default: each embeds one")
@@ -123,6 +126,8 @@ def _start(args: argparse.Namespace, spawn: Spawn | None, console: Console, cach
     where = " and ".join(_named(source) for source, found in read if found) or "here"
     guess = estimate(plan, rows, where, flavor.usd_per_hour if flavor else None)
     _print_plan(plan, sorted(secret_values), console)
+    if args.limit or args.tier:
+        console.say(describe_tasks(plan.tasks, args.split, args.limit, args.tier))
     console.say("estimate, before it starts:")
     for line in describe_estimate(guess, plan.flavor):
         console.say(f"  {line}")
@@ -258,7 +263,9 @@ def _plan(args: argparse.Namespace) -> tuple[SweepPlan, dict[str, str]]:
     if not args.model:
         raise SweepError("give at least one --model")
     if not (args.task or args.split):
-        raise SweepError("give the tasks: --split S [--limit N] or --task ID ...")
+        raise SweepError("give the tasks: --split S [--tier T] [--limit N] or --task ID ...")
+    if args.task and (args.limit or args.tier):
+        raise SweepError("--limit and --tier pick from a split: give --split with them, not --task")
     run = args.run or f"sweep-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{secrets.token_hex(2)}"
     try:
         check_run_name(run)
@@ -282,11 +289,13 @@ def _plan(args: argparse.Namespace) -> tuple[SweepPlan, dict[str, str]]:
 
         cli_tasks.serve_tasks()  # the tasks a shard will be offered: TASKS_DATASET's, as the shards load them
     try:
-        tasks = task_ids(args.task, args.split, args.limit, args.env_url)
+        tasks = task_ids(args.task, args.split, args.limit, args.env_url, args.tier)
     except Exception as exc:  # an unknown task, a split with no tasks, a server that does not answer
         raise SweepError(f"cannot list the tasks: {exc}") from None
+    # Each shard draws the same tasks from the same split, tiers and limit (agent.grid.task_ids).
     selection = ([a for t in tasks for a in ("--task", t)] if args.task
-                 else ["--split", args.split, *(["--limit", str(args.limit)] if args.limit else [])])
+                 else ["--split", args.split, *[a for tier in args.tier or () for a in ("--tier", tier)],
+                       *(["--limit", str(args.limit)] if args.limit else [])])
     limits = ["--max-turns", str(args.max_turns), "--max-tokens", str(args.max_tokens),
               "--wall-clock", str(args.wall_clock)]
     cells = len(tasks) * len(set(args.model))

@@ -1,5 +1,11 @@
-"""The task x model grid of a batch run, and how it is cut into shards: one rule for `python -m agent run --shard`
-and `python -m agent sweep`, which must agree on which machine plays which cell.
+"""The tasks of a batch run, the task x model grid, and how it is cut into shards: one rule for `python -m agent run`
+(`--shard` included) and `python -m agent sweep`, which must agree on which tasks are played and which machine
+plays which cell.
+
+The tasks: the ids given, or a split's, only of the tiers asked for (`--tier`); `--limit N` takes N of them spread
+over the tiers (`spread_sample`: each tier its share of N, at least one each while N allows, drawn with a fixed
+seed from the tier's ids in sorted order), so every machine that asks draws the same N, and a board of ten tasks
+has a figure in every tier.
 
 The grid is every (model, task) cell, each played `--repeats` times. `--shard K/N` keeps the K-th of N disjoint
 slices: the cells are sorted by task id, then model spec (whatever order they were given in), and cell i goes to
@@ -9,13 +15,19 @@ shard i % N + 1 with all its repeats.
 from __future__ import annotations
 
 import argparse
+import math
+import random
 import re
+import textwrap
+from collections.abc import Sequence
 
 from agent.task_api import TaskAPI, valid_task_id
 from agent.tasks import closest_tasks, task_for
-from berth_env import load_pack
+from berth_env import TIERS, load_pack
 
 TASK_API_TIMEOUT_S = 30.0
+LINE_COLUMNS = 100  # the chosen ids, wrapped for a terminal
+SAMPLE_SEED = "berth-arena-tasks-1"  # changing it changes every --limit sample: resumed runs would not resume
 # The name goes into every record and the public board: a bounded, plain alphabet.
 RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
@@ -46,21 +58,71 @@ def parse_shard(text: str) -> tuple[int, int]:
     return int(k), int(n)
 
 
-def task_ids(tasks: list[str] | None, split: str | None, limit: int | None, env_url: str | None) -> list[str]:
+def task_ids(tasks: list[str] | None, split: str | None, limit: int | None, env_url: str | None,
+             tiers: Sequence[str] | None = None) -> list[str]:
     """The tasks a run plays: the ids given (once each, in order; ValueError naming any the catalog does not offer),
-    or the first `limit` of a split as the server at `env_url` (else this process's pack) offers them."""
+    or a split's as the server at `env_url` (else this process's pack) offers them, only of `tiers` if given,
+    `limit` of them spread over the tiers."""
     if tasks:
+        if tiers:
+            raise ValueError("--tier picks from a split: give --split with it, not --task")
         given = list(dict.fromkeys(tasks))
         check_task_ids(given, env_url)
         return given
     if env_url:
         with TaskAPI(env_url, timeout_s=TASK_API_TIMEOUT_S) as api:
-            found = [t["task_id"] for t in api.tasks(split)]
+            found = [(t["task_id"], str(t.get("difficulty") or "")) for t in api.tasks(split)]
     else:
-        found = [t["task_id"] for t in load_pack().split(split)]
+        found = [(t["task_id"], str(t.get("difficulty") or "")) for t in load_pack().split(split)]
     if not found:
         raise ValueError(f"split {split!r} has no tasks")
-    return found[:limit] if limit else found
+    if tiers:
+        offered = sorted({tier for _, tier in found}, key=_tier_rank)
+        found = [(task, tier) for task, tier in found if tier in tiers]
+        if not found:
+            raise ValueError(f"split {split!r} has no tasks of tier {', '.join(tiers)}; its tiers: "
+                             f"{', '.join(offered)}")
+    if limit is not None and limit < 1:
+        raise ValueError(f"--limit must be at least 1, not {limit}")
+    return spread_sample(found, limit) if limit else [task for task, _ in found]
+
+
+def spread_sample(tasks: Sequence[tuple[str, str]], n: int, seed: str = SAMPLE_SEED) -> list[str]:
+    """n of the (task id, tier) pairs, spread over the tiers: each tier its share of n by its size (the largest
+    remainders rounding up), at least one each while n allows; within a tier a seeded draw from its ids sorted, so
+    the same tasks and n give the same sample in any order. The sample comes tier by tier, easiest first."""
+    groups: dict[str, list[str]] = {}
+    for task, tier in tasks:
+        groups.setdefault(tier, []).append(task)
+    if n >= len(tasks):
+        return [task for task, _ in tasks]
+    order = sorted(groups, key=_tier_rank)
+    share = {tier: n * len(groups[tier]) / len(tasks) for tier in order}
+    take = {tier: min(len(groups[tier]), max(math.floor(share[tier]), int(n >= len(order)))) for tier in order}
+    while sum(take.values()) > n:  # the minimum of one each overshot: give back from the largest
+        tier = max(order, key=lambda t: (take[t] - share[t], take[t]))
+        take[tier] -= 1
+    while sum(take.values()) < n:
+        tier = max((t for t in order if take[t] < len(groups[t])), key=lambda t: (share[t] - take[t], len(groups[t])))
+        take[tier] += 1
+    return [task for tier in order
+            for task in sorted(random.Random(f"{seed}:{tier}").sample(sorted(set(groups[tier])), take[tier]))]
+
+
+def _tier_rank(tier: str) -> tuple[int, str]:
+    return (TIERS.index(tier) if tier in TIERS else len(TIERS), tier)
+
+
+def describe_tasks(tasks: list[str], split: str | None, limit: int | None, tiers: Sequence[str] | None) -> str:
+    """The line a run or a sweep prints about the tasks it chose, when it chose them (--limit or --tier)."""
+    how = [f"{len(tasks)} task{'s' * (len(tasks) != 1)} of split {split}"]
+    if tiers:
+        how.append(f"tier {', '.join(tiers)}")
+    if limit:
+        how.append("a seeded sample spread over the tiers")
+    ids = textwrap.fill(" ".join(tasks), LINE_COLUMNS, initial_indent="  ", subsequent_indent="  ",
+                        break_long_words=False, break_on_hyphens=False)
+    return ", ".join(how) + ":\n" + ids
 
 
 def check_task_ids(ids: list[str], env_url: str | None) -> None:

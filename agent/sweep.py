@@ -21,7 +21,7 @@ from tqdm import tqdm
 from agent.sweep_jobs import JobView, describe
 from agent.sweep_plan import command_secrets, scrub
 from agent.sweep_state import ShardJob, SweepState, board_rel, in_folder, push, save_local
-from rollouts.board_text import board_markdown, price_note
+from rollouts.board_text import board_document, board_terminal
 
 LOG_LINES = 8  # a failed shard's last log lines, shown when it fails
 
@@ -189,11 +189,11 @@ class Sweep:
             self.console.say(f"`python -m agent sweep --resume {plan.run}` submits those shards again (each skips "
                              "the episodes it already saved)")
         if rows:
-            board = sweep_board(plan, rows)
+            lines = sweep_board(plan, rows)
             path = in_folder(plan.out, board_rel(plan.run))
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(board)
-            print(board, file=self.console.out, flush=True)
+            path.write_text(board_document(lines))
+            print(board_terminal(lines, wide=str(path)), file=self.console.out, flush=True)
             self.console.say(f"board: {path}")
         return 1 if failed else 0
 
@@ -272,15 +272,15 @@ def saved_count(plan: Any, rows: list[dict], shard: int | None = None) -> int:
     return sum(min(have[cell], plan.repeats) for cell in plan.cells(shard))
 
 
-def sweep_board(plan: Any, rows: list[dict]) -> str:
+def sweep_board(plan: Any, rows: list[dict]) -> list[dict]:
     """The sweep's leaderboard: the latest `repeats` rollouts of each cell of its grid (the run's index rows read
-    from the dataset), ranked by the one board (rollouts.board), as `python -m agent board` ranks them."""
+    from the dataset), ranked by the one board (rollouts.board), as `python -m agent board` ranks them; its
+    board.md and its terminal table are rollouts.board_text's."""
     from rollouts.board import board  # the index engine (DuckDB) only once there is a board to draw
     from rollouts.index.engine import IndexEngine
     from rollouts.index.format import rows_table
 
     engine = IndexEngine()
     engine.set_table("hub", rows_table(rows))
-    lines = board(engine, "model = ANY(?::VARCHAR[]) AND task_id = ANY(?::VARCHAR[])",
-                  [list(plan.models), list(plan.tasks)], latest=plan.repeats)
-    return board_markdown(lines) + "\n" + price_note()
+    return board(engine, "model = ANY(?::VARCHAR[]) AND task_id = ANY(?::VARCHAR[])",
+                 [list(plan.models), list(plan.tasks)], latest=plan.repeats)

@@ -1,9 +1,10 @@
 """What a sweep will cost, estimated before it starts: the Jobs' machine time at the flavor's price, plus the models'
-tokens at their list prices (rollouts.prices prices an estimated episode exactly as it prices a played one).
+tokens at their list prices (rollouts.prices prices an estimated episode exactly as it prices a played one); local
+shards cost only time.
 
 An episode's tokens, turns and seconds come from earlier rollouts of the same model when the rollout folder or the
 dataset has some (their medians), else from a rough assumption, and the estimate says which. A shard's machine
-time is a start-up allowance plus, per model (each model has its own pool of `--concurrency` episodes in flight),
+time is a start-up allowance (a Job's image pull, or a local process's start: `start_up_s`) plus, per model (each model has its own pool of `--concurrency` episodes in flight),
 its episodes in waves of `--concurrency`, the slowest model setting the pace. Every figure is a guess to decide
 with, not a quote: the timeout bounds what the Jobs can cost, nothing bounds what a provider bills.
 """
@@ -16,10 +17,11 @@ import time
 from dataclasses import dataclass
 
 from agent.providers.registry import parse_spec
-from agent.sweep_plan import SweepPlan
+from agent.sweep_plan import HF_JOBS, SweepPlan
 from rollouts.prices import episode_usd
 
 JOB_START_S = 180.0  # pulling the image, starting Python and the berth server, loading the tasks
+LOCAL_START_S = 18.0  # a local shard: starting Python, importing the server and the providers, loading the tasks
 # A rough episode of a language model on a dock-v1 task: a 2-3k token prompt re-read over about six turns.
 ASSUMED_TOKENS = (40_000, 12_000)
 ASSUMED_TURNS = 6
@@ -108,12 +110,17 @@ def estimate(plan: SweepPlan, rows: list[dict], where: str, usd_per_hour: float 
         cells = plan.cells(shard)
         waves = [math.ceil(len([c for c in cells if c[0] == m]) * plan.repeats / max(1, plan.concurrency))
                  * guesses[m].seconds for m in plan.models]
-        needed.append(JOB_START_S + max(waves, default=0.0))
+        needed.append(start_up_s(plan.on) + max(waves, default=0.0))
     limit = plan.timeout_s if plan.timeout_s and plan.on == "hf-jobs" else None
     hours = [min(s, limit or s) / 3600 for s in needed]
     cap = plan.machines * limit / 3600 if limit else None
     return Estimate(models, hours, usd_per_hour if plan.on == "hf-jobs" else None, cap,
                     over_timeout=bool(limit and max(needed) > limit))
+
+
+def start_up_s(on: str) -> float:
+    """A shard's start-up allowance where it runs: a Job pulls an image first, a local process only starts."""
+    return JOB_START_S if on == HF_JOBS else LOCAL_START_S
 
 
 def describe(estimate: Estimate, flavor: str) -> list[str]:
@@ -130,7 +137,8 @@ def describe(estimate: Estimate, flavor: str) -> list[str]:
                          "shard that times out keeps what it saved, and --resume goes on with it)")
     else:
         lines.append(f"machines: {len(estimate.shard_hours)} local processes, about "
-                     f"{_hours(max(estimate.shard_hours, default=0.0))} each")
+                     f"{_hours(max(estimate.shard_hours, default=0.0))} each (start-up {LOCAL_START_S:.0f} s "
+                     "included)")
     for cost in estimate.models:
         g = cost.guess
         if not g.input_tokens and not g.output_tokens:
@@ -166,4 +174,6 @@ def _dollars(value: float | None) -> str:
 
 
 def _hours(hours: float) -> str:
-    return f"{hours:.1f} h" if hours >= 1 else f"{hours * 60:.0f} min"
+    if hours >= 1:
+        return f"{hours:.1f} h"
+    return f"{hours * 60:.0f} min" if hours * 60 >= 1.5 else f"{hours * 3600:.0f} s"

@@ -21,6 +21,7 @@ from agent.netguard import ServerRefused, clean_url
 from agent.providers.registry import MissingKey, parse_spec, provider_class
 from agent.spec import SpecError
 from agent.task_api import valid_task_id
+from berth_env import TIERS
 
 HF_JOBS, LOCAL = "hf-jobs", "local"
 # The forms huggingface_hub's run_job reads as a Space (it sends them as `spaceId`).
@@ -71,7 +72,7 @@ class SweepPlan:
     namespace: str | None = None
     concurrency: int = 4
     out: str = ""  # the local rollout folder: the sweep's state, and the rollouts of local shards
-    selection: list[str] = field(default_factory=list)  # how the shards pick the tasks (--split/--limit or --task)
+    selection: list[str] = field(default_factory=list)  # how the shards pick the tasks (--split/--tier/--limit, --task)
 
     def command(self, shard: int) -> list[str]:
         """What machine `shard` (1-based) runs."""
@@ -167,15 +168,21 @@ def _typed(value: Any, kind: str) -> bool:
 
 
 def _check_selection(selection: list[str], tasks: list[str]) -> None:
-    """`--task ID ...` naming exactly the plan's tasks, or `--split S [--limit N]`."""
+    """`--task ID ...` naming exactly the plan's tasks, or `--split S [--tier T ...] [--limit N]`."""
     if selection[:1] == ["--task"]:
         if selection != [a for t in tasks for a in ("--task", t)]:
             raise ValueError("its selection does not name its tasks")
         return
-    if len(selection) not in (2, 4) or selection[0] != "--split" or not SPLIT.fullmatch(selection[1]):
-        raise ValueError("its selection is neither --task ID ... nor --split S [--limit N]")
-    if len(selection) == 4 and (selection[2] != "--limit" or not (selection[3].isascii() and selection[3].isdigit())
-                                or not len(tasks) <= int(selection[3]) <= PLAN_BOUNDS["tasks"]):
+    rest = selection[2:]
+    limit = rest[-2:] if rest[-2:-1] == ["--limit"] else []
+    tiers = rest[:len(rest) - len(limit)]
+    if (len(selection) < 2 or len(selection) % 2 or selection[0] != "--split" or not SPLIT.fullmatch(selection[1])
+            or any(flag != "--tier" for flag in tiers[::2])):
+        raise ValueError("its selection is neither --task ID ... nor --split S [--tier T ...] [--limit N]")
+    if any(tier not in TIERS for tier in tiers[1::2]):
+        raise ValueError(f"its selection's --tier is not one of {', '.join(TIERS)}")
+    if limit and (not (limit[1].isascii() and limit[1].isdigit())
+                  or not len(tasks) <= int(limit[1]) <= PLAN_BOUNDS["tasks"]):
         raise ValueError("its selection's --limit is not a number of tasks")
 
 

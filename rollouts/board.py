@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rollouts.filters import FRAME_ORDER
+from rollouts.sample_size import has_interval, ranked
 from rollouts.schema import TIERS
 
 if TYPE_CHECKING:  # the engine (and DuckDB) is the caller's: `python -m agent board --help` needs neither
@@ -117,14 +118,17 @@ def _matched(where: str, same_tasks: bool, latest: int | None) -> str:
 
 
 def sort_board(lines: list[dict], by: str, *, descending: bool = True) -> list[dict]:
-    """The board sorted by one of its columns, more episodes first among equals, unknown values last."""
+    """The board sorted by one of its columns, more episodes first among equals, unknown values last; the models
+    too small to rank (rollouts.sample_size) after the ranked ones, sorted the same way among themselves."""
     if by not in COLUMNS:
         raise ValueError(f"cannot sort the board by {by!r}: one of {', '.join(COLUMNS)}")
     if by == "model":
-        return sorted(lines, key=lambda line: line["model"], reverse=descending)
-    known = [line for line in lines if not _missing(line[by])]
-    ordered = sorted(known, key=lambda line: (-line[by] if descending else line[by], -line["n"]))
-    return ordered + [line for line in lines if _missing(line[by])]
+        ordered = sorted(lines, key=lambda line: line["model"], reverse=descending)
+    else:
+        known = [line for line in lines if not _missing(line[by])]
+        ordered = sorted(known, key=lambda line: (-line[by] if descending else line[by], -line["n"]))
+        ordered += [line for line in lines if _missing(line[by])]
+    return [line for line in ordered if ranked(line["n"])] + [line for line in ordered if not ranked(line["n"])]
 
 
 def _missing(value: Any) -> bool:
@@ -141,14 +145,18 @@ def intervals(stat: dict, episodes: list[tuple[float, float | None]] | None) -> 
     n = int(stat["n"])
     mean, nan = _number(stat["mean_reward"]), float("nan")
     rewards = np.array([r for r, _ in episodes or []], dtype=float)
-    if n <= BOOTSTRAP_MAX_EPISODES and len(rewards) == n:
-        picks = np.random.default_rng(0).integers(0, n, size=(BOOTSTRAP_RESAMPLES, n)) if n > 1 else None
+    picks = None
+    if not has_interval(n):  # rollouts.sample_size: one episode is no interval
+        ci = (nan, nan)
+    elif n <= BOOTSTRAP_MAX_EPISODES and len(rewards) == n:
+        picks = np.random.default_rng(0).integers(0, n, size=(BOOTSTRAP_RESAMPLES, n))
         ci = _bootstrap_mean(rewards, picks)
     else:
-        picks = None
         half = 1.96 * _number(stat["sd"], 0.0) / math.sqrt(n)
         ci = (mean - half, mean + half)
-    naive = _proportion_ci(int(_number(stat["naive_hits"], 0)), int(stat["naive_known"]))
+    naive_known = int(stat["naive_known"])
+    naive = _proportion_ci(int(_number(stat["naive_hits"], 0)), naive_known) if has_interval(naive_known) \
+        else (nan, nan)
     priced, spent = int(stat["priced"]), _number(stat["spent"], 0.0)
     per_usd = (nan, nan)
     if priced > BOOTSTRAP_MAX_EPISODES and spent > 0:
@@ -156,7 +164,7 @@ def intervals(stat: dict, episodes: list[tuple[float, float | None]] | None) -> 
         spread = stat["var_reward"] + ratio ** 2 * stat["var_usd"] - 2 * ratio * stat["covar"]
         half = 1.96 * math.sqrt(max(spread, 0.0)) / (math.sqrt(priced) * spent / priced)
         per_usd = (ratio - half, ratio + half)
-    elif priced >= 1 and spent > 0 and episodes:
+    elif has_interval(priced) and spent > 0 and episodes:
         costs = np.array([np.nan if u is None else u for _, u in episodes], dtype=float)
         known = ~np.isnan(costs)
         rows = np.array([r for r, _ in episodes], dtype=float)
@@ -165,11 +173,7 @@ def intervals(stat: dict, episodes: list[tuple[float, float | None]] | None) -> 
             "beat_naive_high": 100.0 * naive[1], "reward_per_usd_low": per_usd[0], "reward_per_usd_high": per_usd[1]}
 
 
-def _bootstrap_mean(values: np.ndarray, picks: np.ndarray | None) -> tuple[float, float]:
-    if len(values) == 0:
-        return float("nan"), float("nan")
-    if picks is None:
-        return float(values[0]), float(values[0])
+def _bootstrap_mean(values: np.ndarray, picks: np.ndarray) -> tuple[float, float]:
     low, high = np.percentile(values[picks].mean(axis=1), [2.5, 97.5])
     return float(low), float(high)
 
@@ -187,11 +191,8 @@ def _proportion_ci(hits: int, n: int) -> tuple[float, float]:
 def _ratio_ci(numerator: np.ndarray, denominator: np.ndarray, picks: np.ndarray | None) -> tuple[float, float]:
     """sum(numerator) / sum(denominator), bootstrapped over episodes (`picks`: resamples already drawn)."""
     n = len(numerator)
-    if n == 0 or denominator.sum() <= 0:
+    if not has_interval(n) or denominator.sum() <= 0:
         return float("nan"), float("nan")
-    if n == 1:
-        ratio = float(numerator.sum() / denominator.sum())
-        return ratio, ratio
     if picks is None:
         picks = np.random.default_rng(0).integers(0, n, size=(BOOTSTRAP_RESAMPLES, n))
     spent = denominator[picks].sum(axis=1)

@@ -1,14 +1,26 @@
-"""The leaderboard as text: the Markdown table (`python -m agent board`, a run's board.md) and the JSON objects
-(`--json`), both made from rollouts.board.FIGURES, so a figure shows the same way in both."""
+"""The leaderboard as text: the Markdown table of every figure (`python -m agent board --wide`, a run's board.md),
+the compact table a 100-column terminal shows (`python -m agent board`), the JSON objects (`--json`), all made from
+rollouts.board.FIGURES, so a figure shows the same way in each; and the notes under the board on small samples
+(rollouts.sample_size's words), which Browse shows too."""
 
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Callable
 from typing import Any
 
-from rollouts.board import FIGURES
+from rollouts.board import FIGURES, Figure
 from rollouts.prices import price_table
+from rollouts.sample_size import TOO_SMALL, board_rank_note, interval_note, ranked
+from rollouts.schema import TIERS
+
+# The compact board: who, how many, how well (with its interval), per tier, how often feasible. Its widest line is
+# a model name, shortened in the middle to fit TERMINAL_COLUMNS; every figure is in `--wide` and `--json`.
+COMPACT = ("n", "mean_reward", *(f"mean_{tier}" for tier in TIERS), "feasible_pct")
+COMPACT_HEADERS = {"mean_reward": "mean (95% CI)"}
+TERMINAL_COLUMNS = 100
+GAP = "  "
 
 
 def _missing(value: Any) -> bool:
@@ -33,21 +45,78 @@ SHOWN: dict[str, Callable[[Any], str]] = {"int": lambda v: "-" if _missing(v) el
                                           "1": _fixed(1), "3": _fixed(3), "%": _pct, "$": _usd}
 
 
+def figure_cell(figure: Figure, line: dict) -> str:
+    """One figure of one model as text: its value, then its interval in brackets, or why it has none (a plain
+    "-" when the figure itself is unknown)."""
+    show = SHOWN[figure.shown]
+    value = line[figure.name]
+    if figure.interval is None or _missing(value):
+        return show(value)
+    low, high = (line[name] for name in figure.interval)
+    if _missing(low) or _missing(high):  # a value with no interval: too few episodes to draw one from
+        return f"{show(value)} ({TOO_SMALL})"
+    return f"{show(value)} ({show(low)}-{show(high)})"
+
+
 def board_markdown(lines: list[dict]) -> str:
-    """The board as a Markdown table, one row per model; `price_note` says where the dollars come from."""
+    """The board as a Markdown table of every figure, one row per model; `price_note` says where the dollars
+    come from."""
     rows = ["| model | " + " | ".join(f.header for f in FIGURES) + " |",
             "|---|" + "---:|" * len(FIGURES)]
-    for line in lines:
-        cells = []
-        for figure in FIGURES:
-            show = SHOWN[figure.shown]
-            cell = show(line[figure.name])
-            if figure.interval is not None:
-                low, high = figure.interval
-                cell += f" ({show(line[low])}-{show(line[high])})"
-            cells.append(cell)
-        rows.append(f"| {line['model']} | " + " | ".join(cells) + " |")
+    rows += [f"| {line['model']} | " + " | ".join(figure_cell(f, line) for f in FIGURES) + " |" for line in lines]
     return "\n".join(rows) + "\n"
+
+
+def board_document(lines: list[dict]) -> str:
+    """The board as a run's board.md holds it (and `python -m agent board --wide` prints it): every figure, then
+    the notes on small samples and the prices."""
+    notes = "".join(f"{note}.\n" for note in board_notes(lines))
+    return board_markdown(lines) + "\n" + notes + price_note()
+
+
+def board_compact(lines: list[dict], width: int = TERMINAL_COLUMNS) -> str:
+    """The board's COMPACT figures as a plain table aligned in columns, no line wider than `width` (a longer
+    model name is shortened in the middle)."""
+    figures = [f for name in COMPACT for f in FIGURES if f.name == name]
+    columns = [[COMPACT_HEADERS.get(f.name, f.header), *(figure_cell(f, line) for line in lines)] for f in figures]
+    widths = [max(len(cell) for cell in column) for column in columns]
+    room = width - sum(widths) - len(GAP) * len(widths)
+    names = [_shortened(str(line["model"]), max(room, 12)) for line in lines]
+    first = max([len("model"), *(len(name) for name in names)])
+    out = [GAP.join(["model".ljust(first), *(c[0].rjust(w) for c, w in zip(columns, widths, strict=True))]),
+           GAP.join(["-" * first, *("-" * w for w in widths)])]
+    for k, name in enumerate(names):
+        out.append(GAP.join([name.ljust(first), *(c[k + 1].rjust(w) for c, w in zip(columns, widths, strict=True))]))
+    return "\n".join(line.rstrip() for line in out) + "\n"
+
+
+def board_terminal(lines: list[dict], wide: str = "--wide") -> str:
+    """What a terminal shows at the end of a board command, a run or a sweep: the compact table, then its notes
+    wrapped to TERMINAL_COLUMNS, then where every figure is (`wide`: a flag, or board.md's path)."""
+    notes = [*board_notes(lines), f"every figure (tokens, checks, dollars and the intervals of each): {wide}"]
+    return board_compact(lines) + "\n" + "".join(
+        textwrap.fill(f"{note}.", TERMINAL_COLUMNS, subsequent_indent="  ", break_on_hyphens=False,
+                      break_long_words=False) + "\n"  # a path or a model name stays whole, to copy
+        for note in notes)
+
+
+def _shortened(name: str, room: int) -> str:
+    if len(name) <= room:
+        return name
+    head = (room - 1) // 2
+    return name[:head] + "…" + name[len(name) - (room - 1 - head):]
+
+
+def board_notes(lines: list[dict]) -> list[str]:
+    """What the board's reader must know about its small samples: where an interval is missing for want of
+    episodes, and which models are listed last, unranked (rollouts.sample_size)."""
+    notes = []
+    if any(figure_cell(f, line).endswith(f"({TOO_SMALL})") for line in lines for f in FIGURES):
+        notes.append(interval_note())
+    small = [str(line["model"]) for line in lines if not ranked(int(line["n"]))]
+    if small:
+        notes.append(board_rank_note(small, everyone=len(small) == len(lines)))
+    return notes
 
 
 def board_json(lines: list[dict]) -> list[dict]:

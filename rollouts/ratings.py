@@ -17,6 +17,9 @@ The fit (`ratings`):
   prior rather than the data, and a note saying so when it won or lost every battle itself.
 - The Elo scale: rating = 400 · log10(strength) = 400 / ln 10 · θ, shifted so ANCHOR (`baseline:naive`) is
   ANCHOR_RATING (1000) when it fought a battle, otherwise so the rated models' mean is 1000.
+- A model with battles on fewer than rollouts.sample_size.MIN_RANKED tasks is not rated (a rating and a rank
+  from one task would look as sure as any other): its battles are counted and left out of the fit, so they move
+  no other model's rating either, and a note says so. The anchor needs as many to be the anchor.
 - Only models linked to the anchor by a chain of shared tasks are rated (without an anchor: the largest such
   group). Ratings of two groups that never met have no common scale: a number for the other group would be the
   prior's guess, so those models get no rating and a note saying why, as does a model that shares no task with
@@ -46,6 +49,8 @@ from typing import Any
 import duckdb
 import numpy as np
 import pyarrow as pa
+
+from rollouts.sample_size import MIN_RANKED, arena_minimum, arena_too_few
 
 ANCHOR = "baseline:naive"
 ANCHOR_RATING = 1000.0
@@ -100,13 +105,16 @@ class _Battles:
     wins: np.ndarray  # (fits, pairs): battles i won over j, ties as halves, weighted by each fit's task counts
     games: np.ndarray  # (fits, pairs): battles between i and j, likewise weighted
     outcome: np.ndarray  # (3, pairs): unweighted counts of i winning, tying, losing against j
+    tasks: np.ndarray  # (models,): tasks on which each model fought a battle, fitted or not
+    fitted: np.ndarray  # (models,): battles on enough tasks to enter the fit (rollouts.sample_size)
 
 
 def ratings(cells: pa.Table | Mapping[str, Any], *, anchor: str = ANCHOR, rounds: int = BOOTSTRAP_ROUNDS,
-            seed: int = 0) -> list[Rating]:
+            seed: int = 0, min_tasks: int = MIN_RANKED) -> list[Rating]:
     """Every model of `cells` (columns task_id, model, mean_reward), rated models best first, then the unrated
-    ones by name. Seeded: the same cells (in any order) and seed give the same intervals."""
-    battles = _battles(cells, rounds, seed)
+    ones by name. Seeded: the same cells (in any order) and seed give the same intervals. `min_tasks`: the tasks
+    with a battle a model needs to be rated (the project's minimum; a test of the fit alone may lower it)."""
+    battles = _battles(cells, rounds, seed, min_tasks)
     if battles is None:
         return []
     models, m = battles.models, len(battles.models)
@@ -116,7 +124,7 @@ def ratings(cells: pa.Table | Mapping[str, Any], *, anchor: str = ANCHOR, rounds
     theta = _fit(wins)
     games = wins + wins.transpose(0, 2, 1)
     linked = _linked(games > 0)
-    has_anchor = anchor in models and games[0, models.index(anchor)].any()
+    has_anchor = anchor in models and bool(games[0, models.index(anchor)].any())
     everyone = np.ones(m, dtype=bool)
     ref = models.index(anchor) if has_anchor else _largest_group(linked[0], games[0], everyone)
     rated = linked[:, ref] & (games[0].sum(1) > 0)  # (fits, models): the anchor's group in each fit
@@ -135,7 +143,7 @@ def _note(anchor: str | None) -> str:
     return "no rating: it shares no task, directly or through other models, with the larger group rated"
 
 
-def _battles(cells: pa.Table | Mapping[str, Any], rounds: int, seed: int) -> _Battles | None:
+def _battles(cells: pa.Table | Mapping[str, Any], rounds: int, seed: int, min_tasks: int) -> _Battles | None:
     """The battles of every task, counted for the full data and for each bootstrap resample of the tasks."""
     task_ids, model_ids, means = (_column(cells, name) for name in ("task_id", "model", "mean_reward"))
     means = means.astype(float)
@@ -152,8 +160,13 @@ def _battles(cells: pa.Table | Mapping[str, Any], rounds: int, seed: int) -> _Ba
     with np.errstate(invalid="ignore", divide="ignore"):
         table = (total / count).reshape(len(tasks), m)
     table = table[(count.reshape(len(tasks), m) > 0).sum(1) >= 2]  # tasks with at least one battle
+    fitted = _enough_tasks(~np.isnan(table), min_tasks)
     pairs = np.triu_indices(m, 1)
-    weights = _task_weights(len(table), rounds, seed)
+    both = fitted[pairs[0]] & fitted[pairs[1]]
+    # The resamples draw from the tasks holding a fitted battle; the others weigh nothing in any fit.
+    fit_tasks = np.flatnonzero((~np.isnan(table) & fitted).sum(1) >= 2)
+    weights = np.zeros((1 + rounds, len(table)))
+    weights[:, fit_tasks] = _task_weights(len(fit_tasks), rounds, seed)
     wins = np.zeros((len(weights), len(pairs[0])))
     games = np.zeros_like(wins)
     outcome = np.zeros((3, len(pairs[0])))
@@ -165,10 +178,23 @@ def _battles(cells: pa.Table | Mapping[str, Any], rounds: int, seed: int) -> _Ba
         won, tied = diff > TIE_TOLERANCE, np.abs(diff) <= TIE_TOLERANCE
         lost = diff < -TIE_TOLERANCE
         chunk = weights[:, start:start + step]
-        wins += chunk @ (won + 0.5 * tied)
-        games += chunk @ met
+        wins += chunk @ ((won + 0.5 * tied) * both)
+        games += chunk @ (met & both)
         outcome += np.stack([won.sum(0), tied.sum(0), lost.sum(0)])
-    return _Battles([str(model) for model in models], pairs, wins, games, outcome)
+    return _Battles([str(model) for model in models], pairs, wins, games, outcome, (~np.isnan(table)).sum(0),
+                    fitted)
+
+
+def _enough_tasks(present: np.ndarray, min_tasks: int) -> np.ndarray:
+    """(models,): the models with battles on at least `min_tasks` tasks among models that have as many (leaving
+    one out can leave another short, so until nothing changes)."""
+    fitted = np.ones(present.shape[1], dtype=bool)
+    while True:
+        kept = present & fitted
+        enough = (kept & (kept.sum(1, keepdims=True) >= 2)).sum(0) >= min_tasks
+        if (enough == fitted).all():
+            return fitted
+        fitted = enough
 
 
 def _task_weights(tasks: int, rounds: int, seed: int) -> np.ndarray:
@@ -278,7 +304,8 @@ def _lines(battles: _Battles, elo: np.ndarray, rated: np.ndarray, unlinked: str)
             lines.append(Rating(model, float(elo[0, k]), float(low[k]), float(high[k]), int(ranks[k]), **counts,
                                 note=note))
         else:
-            note = unlinked if fought else "no rating: it shares no task with another model"
+            note = (arena_too_few(int(battles.tasks[k])) if fought and not battles.fitted[k] else unlinked if fought
+                    else "no rating: it shares no task with another model")
             lines.append(Rating(model, None, None, None, None, **counts, note=note))
     return sorted(lines, key=lambda r: (r.rating is None, -(r.rating or 0.0), r.model))
 
@@ -302,10 +329,37 @@ def ratings_json(lines: Sequence[Rating]) -> list[dict]:
     return out
 
 
+def ratings_notes(lines: Sequence[Rating], anchor: str = ANCHOR) -> list[str]:
+    """What a reader of the ratings must know, for Browse and `python -m agent ratings` alike: the scale's real
+    anchor (or that it is centred on the mean), who is rated and how the rank counts, the ranks several models
+    share and why, and each model without a rating and why."""
+    if not lines:
+        return []
+    rated = [r for r in lines if r.rating is not None]
+    notes = []
+    if any(r.model == anchor for r in rated):
+        notes.append(f"scale: 1000 = {anchor}, the anchor (its interval is its point: the others' are relative to it)")
+    elif rated:
+        notes.append(f"scale: centred on the mean, 1000 = the mean of the {len(rated)} rated model"
+                     f"{'s' * (len(rated) != 1)} ({anchor}, the usual anchor, has no rating here)")
+    notes.append(f"{arena_minimum()}; its rank is 1 + the number of rated models whose 95% interval lies wholly "
+                 "above its own")
+    for rank in sorted({r.rank for r in rated}):
+        shared = [r.model for r in rated if r.rank == rank]
+        if len(shared) > 1:
+            above = f"{rank - 1} rated model{'s' * (rank != 2)} lie{'s' * (rank == 2)} wholly above each of them, " \
+                if rank > 1 else "no rated model lies wholly above them, "
+            notes.append(f"{', '.join(shared[:-1])} and {shared[-1]} share rank {rank}: {above}and their own "
+                         "intervals overlap, so the data cannot say which is ahead")
+    notes += [f"{r.model}: {r.note} ({r.battles} battle{'s' * (r.battles != 1)})" for r in lines
+              if r.rating is None and r.note]
+    return notes
+
+
 def ratings_markdown(lines: Sequence[Rating]) -> str:
-    """The ratings as a Markdown table, then one line per model without a rating saying why."""
+    """The ratings as a Markdown table, then the notes (`ratings_notes`), one a line."""
     rows = ["| rank | model | rating (95% CI) | battles | wins | losses | ties |", "|---:|---|---:|---:|---:|---:|---:|"]
     rows += [f"| {r.rank} | {r.model} | {r.rating:.0f} ({r.ci_low:.0f}-{r.ci_high:.0f}) | {r.battles} | {r.wins} "
              f"| {r.losses} | {r.ties} |" for r in lines if r.rating is not None]
-    unrated = [f"{r.model}: {r.note} ({r.battles} battles)" for r in lines if r.rating is None]
-    return "\n".join([*rows, *([""] if unrated else []), *unrated]) + "\n"
+    notes = ratings_notes(lines)
+    return "\n".join([*rows, *([""] if notes else []), *notes]) + "\n"

@@ -8,9 +8,9 @@ idle with the task preview, mid-run (a `baseline:hasty` episode after its first 
 finished; the Arena: idle, two baselines racing, the verdict and the vote (a random pair on the phone), the match's
 link opened afresh; Browse: the
 list, a rollout opened by its share link, a compare and the leaderboard (on a folder of realistic rollouts from
-testkit); Play: a task picked, a checked draft with its violations, the submitted optimum; a rollout's share page,
-`/r/<id>` (a real `baseline:hasty` episode, played on the embedded server); the Run tab refusing a mistyped
-baseline (`typo`).
+testkit), and the leaderboard with a one-episode `human` beside baselines of many (`board`); Play: a task picked,
+a checked draft with its violations, the submitted optimum; a rollout's share page, `/r/<id>` (a real
+`baseline:hasty` episode, played on the embedded server); the Run tab refusing a mistyped baseline (`typo`).
 Each screen is a function below, so a new one is one more function in SCREENS.
 """
 
@@ -93,6 +93,22 @@ def browse_screens(page: Page, url: str, out: Path, size: str) -> list[Path]:
     return saved
 
 
+def board_screens(page: Page, url: str, out: Path, size: str) -> list[Path]:
+    """The leaderboard when one model has a single hand-played episode: no interval, no rank, listed last, and
+    the notes under the board saying why (the phone scrolled to them)."""
+    page.goto(f"{url}?tab=browse&view=board")
+    expect(page.locator("#board")).to_contain_text("n too small", timeout=30000)
+    expect(page.locator("#heatmap")).to_contain_text("dock-", timeout=30000)
+    page.wait_for_timeout(600)
+    if size == "phone":
+        page.locator("#board-note").scroll_into_view_if_needed()
+        page.evaluate("window.scrollBy(0, -420)")  # the board's last rows above its notes
+    else:  # the board and the start of its notes in one view
+        page.locator("#board").evaluate("e => e.scrollIntoView({block: 'start'})")
+    page.wait_for_timeout(300)
+    return [_shot(page, out / f"board-small-sample-{size}.png")]
+
+
 def arena_screens(page: Page, url: str, out: Path, size: str) -> list[Path]:
     """The Arena: idle, both sides racing (after the hasty side's first check found broken ships), the verdict with
     the vote. On a laptop a named match; on a phone a random pair, names hidden until the vote."""
@@ -171,8 +187,9 @@ def share_screens(page: Page, url: str, out: Path, size: str) -> list[Path]:
 
 
 SCREENS: dict[str, Callable[[Page, str, Path, str], list[Path]]] = {"run": run_screens, "arena": arena_screens,
-                                                                    "browse": browse_screens, "play": play_screens,
-                                                                    "share": share_screens, "typo": typo_screens}
+                                                                    "browse": browse_screens, "board": board_screens,
+                                                                    "play": play_screens, "share": share_screens,
+                                                                    "typo": typo_screens}
 PLAYED = "dock-24B-w06x1-busy-0"
 SHOWN, RIVAL, SHARED = "shown0001", "rival0001", "shared000001"
 
@@ -189,7 +206,10 @@ def _rollouts(store: Any) -> None:
             break
     rival = make_record(seed=7, task_id=task, model="openai:gpt-5.5@medium", end_reason="submitted",
                         episode_id=RIVAL, started="2026-11-28T09:00:00Z")
-    for record in [shown, rival, *make_records(120, seed=12)]:
+    # One hand-played episode, as a visitor's first: a board must not rank it above models of many episodes.
+    human = next(r for seed in range(300) if (r := make_record(seed=seed, task_id=task, model="human",
+                                                               end_reason="submitted"))["reward"] > 0.8)
+    for record in [shown, rival, human, *make_records(120, seed=12)]:
         store.save(record)
     from agent.loop import run_episode
 

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from berth_env import grade, greedy_plan, load_pack
+from agent.grid import task_ids
+from berth_env import TIERS, grade, greedy_plan, load_pack
 from testkit.peers import ChatPeer, Error, Text, ToolCall, Turn
 from testkit.servers import free_port
 from testkit.tasks import optimal_args
@@ -50,7 +51,7 @@ def test_batch_run_writes_the_dataset_layout_resumes_and_writes_a_board(agent, t
     assert first.returncode == 0, first.stderr
     saved = records(out)
     assert len(saved) == 6 and {r["run"] for r in saved} == {"smoke"}
-    tasks = [t["task_id"] for t in load_pack().split("eval")[:3]]
+    tasks = task_ids(None, "eval", 3, None)
     assert {(r["model"], r["task_id"]) for r in saved} == {(m, t) for m in ("baseline:greedy", "baseline:naive")
                                                           for t in tasks}
     for r in saved:
@@ -60,8 +61,13 @@ def test_batch_run_writes_the_dataset_layout_resumes_and_writes_a_board(agent, t
     index_rows = [json.loads(line) for p in out.glob("index/*/*.jsonl") for line in p.read_text().splitlines()]
     assert len(index_rows) == 6
     board = (out / "runs" / "smoke" / "board.md").read_text()
-    assert "| baseline:greedy | 3 |" in board and "| baseline:naive | 3 |" in board
-    assert board in first.stdout
+    assert "| baseline:greedy | 3 |" in board and "| baseline:naive | 3 |" in board  # every figure, in Markdown
+    assert "every model has fewer than 5 episodes, so none is ranked" in board
+    # The terminal gets the compact board, 100 columns at most, and the path of board.md for the rest.
+    assert re.search(r"^baseline:greedy +3 ", first.stdout, re.M) and re.search(r"^baseline:naive +3 ", first.stdout,
+                                                                              re.M)
+    assert max(len(line) for line in first.stdout.splitlines() if "board.md" not in line) <= 100, first.stdout
+    assert "| baseline:greedy |" not in first.stdout and "board.md." in first.stdout
     # Each model's best rollout by its share page (ARENA_URL, as on a Space, says where the pages are served).
     by_id = {r["episode_id"]: r for r in saved}
     for model in ("baseline:greedy", "baseline:naive"):
@@ -79,6 +85,40 @@ def test_batch_run_writes_the_dataset_layout_resumes_and_writes_a_board(agent, t
                    "--force")
     assert forced.returncode == 0 and "1 to play" in forced.stderr
     assert len(records(out)) == 7
+
+
+def test_limit_spreads_the_tasks_over_the_tiers_prints_them_and_tier_filters(agent, tmp_path):
+    out = tmp_path / "rollouts"
+    first_four = {t["difficulty"] for t in load_pack().split("eval")[:4]}
+    assert first_four == {"busy"}  # what the first N alphabetically would give
+    spread = agent("run", "--model", "baseline:naive", "--split", "eval", "--limit", "4", "--out", str(out),
+                   "--run", "spread")
+    assert spread.returncode == 0, spread.stderr
+    printed = re.search(r"^4 tasks of split eval, a seeded sample spread over the tiers:\n((?:  .+\n)+)",
+                        spread.stderr, re.M)
+    assert printed, spread.stderr
+    assert max(len(line) for line in printed.group(0).splitlines()) <= 100  # wrapped for a terminal
+    saved = records(out)
+    assert sorted(printed.group(1).split()) == sorted(r["task_id"] for r in saved)
+    assert {r["task"]["difficulty"] for r in saved} == set(TIERS)
+    board = (out / "runs" / "spread" / "board.md").read_text().splitlines()
+    naive = next(line for line in board if line.startswith("| baseline:naive |")).split(" | ")
+    assert all(cell != "-" for cell in naive[3:7])  # every tier has its figure
+    again = agent("run", "--model", "baseline:naive", "--split", "eval", "--limit", "4", "--out", str(out),
+                  "--run", "spread")
+    assert printed.group(0) in again.stderr and "4 already in" in again.stderr  # seeded: the same four
+
+    storms = agent("run", "--model", "baseline:naive", "--split", "eval", "--tier", "storm", "--tier", "extreme",
+                   "--limit", "2", "--out", str(out), "--run", "storms")
+    assert storms.returncode == 0, storms.stderr
+    assert "2 tasks of split eval, tier storm, extreme, a seeded sample spread over the tiers:\n  " in storms.stderr
+    assert {r["task"]["difficulty"] for r in records(out) if r["run"] == "storms"} == {"storm", "extreme"}
+    for bad, said in ((["--tier", "stormy", "--split", "eval"], "invalid choice: 'stormy'"),
+                      (["--tier", "storm", "--task", "dock-24B-w06x1-busy-0"], "--tier picks from a split"),
+                      (["--limit", "2", "--task", "dock-24B-w06x1-busy-0"], "--limit takes N tasks of a split"),
+                      (["--limit", "0", "--split", "eval"], "a whole number of at least 1")):
+        refused = agent("run", "--model", "baseline:naive", *bad, "--out", str(out))
+        assert refused.returncode == 2 and said in refused.stderr, (bad, refused.stderr)
 
 
 def test_episodes_with_errors_are_played_again_on_resume(agent, tmp_path):

@@ -103,7 +103,7 @@ def test_the_board_sorts_by_any_column_with_unknowns_last(folder, capsys):
 
 
 def test_board_markdown_shows_the_same_columns_and_the_price_table(folder, capsys):
-    assert main(["board", "--dir", str(folder)]) == 0
+    assert main(["board", "--dir", str(folder), "--wide"]) == 0
     out = capsys.readouterr().out
     header = out.splitlines()[0]
     for title in ("mean reward (95% CI)", "beat naive (95% CI)", "median checks to feasible", "mean output tokens",
@@ -113,8 +113,25 @@ def test_board_markdown_shows_the_same_columns_and_the_price_table(folder, capsy
     assert "| 33% (" in line_a and "| 1.5 |" in line_a and "| 243 |" in line_a and "| $0.0124 |" in line_a
     assert f"| {1.8 / 0.0373:.1f} (" in line_a
     line_b = next(line for line in out.splitlines() if line.startswith(f"| {B} |"))
-    assert "| - | - (-" in line_b  # no dollars, no reward per dollar
+    assert "| - | - |" in line_b and "(-" not in line_b  # no dollars, no reward per dollar: a plain dash
+    # Both models have fewer than 5 episodes: the notes say what that means, then the prices.
+    assert "every model has fewer than 5 episodes, so none is ranked (no arena rating or rank)" in out
     assert "genai-prices 0." in out.splitlines()[-1] and "uncached input rate" in out
+
+
+def test_the_default_board_is_compact_and_fits_a_100_column_terminal(folder, capsys):
+    assert main(["board", "--dir", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 100, out
+    header = out.splitlines()[0].split()
+    assert header[:2] == ["model", "n"] and header[-5:] == ["standard", "busy", "storm", "extreme", "feasible"]
+    line_a = next(line for line in out.splitlines() if line.startswith(A))
+    assert line_a.split()[1:3] == ["3", "0.600"] and "$" not in out.split("\n\n")[0]
+    assert "- (" not in out and "(---)" not in out
+    assert "every figure (tokens, checks, dollars and the intervals of each): --wide" in out
+    assert main(["board", "--dir", str(folder), "--run", "r2"]) == 0
+    single = capsys.readouterr().out
+    assert f"{A}  1  0.000 (n too small)" in single  # a's one episode of run r2, which scored 0 and "n too small: no interval from fewer than 2 episodes." in single
 
 
 def test_board_of_one_run_and_of_nothing(folder, tmp_path, capsys):

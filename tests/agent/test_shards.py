@@ -6,12 +6,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from agent.cli import _plan_jobs, grid_cells, parse_shard
-from berth_env import load_pack
+from agent.grid import spread_sample, task_ids
+from berth_env import TIERS, load_pack
 
 MODELS = ["baseline:greedy", "baseline:naive", "baseline:hasty"]
 SHARDS = 4
@@ -34,6 +36,31 @@ def test_the_slices_are_disjoint_cover_the_grid_and_ignore_the_order_given():
     for bad in ("0/4", "5/4", "2", "a/b", "2/0"):
         with pytest.raises(Exception, match="K/N"):
             parse_shard(bad)
+
+
+def test_a_limited_sample_is_spread_over_the_tiers_by_their_share_and_seeded():
+    # 40 standard, 30 busy, 20 storm, 10 extreme, given in a shuffled order.
+    tasks = [(f"{tier}-{i:02d}", tier) for tier, count in zip(TIERS, (40, 30, 20, 10), strict=True)
+             for i in range(count)]
+    mixed = tasks[::-1][::2] + tasks[::-1][1::2]
+    ten = spread_sample(tasks, 10)
+    assert Counter(t.split("-")[0] for t in ten) == {"standard": 4, "busy": 3, "storm": 2, "extreme": 1}
+    assert spread_sample(mixed, 10) == ten and len(set(ten)) == 10  # any order: the same sample
+    assert spread_sample(tasks, 10, seed="another") != ten
+    assert Counter(t.split("-")[0] for t in spread_sample(tasks, 5)) == {"standard": 2, "busy": 1, "storm": 1,
+                                                                         "extreme": 1}  # one each while N allows
+    assert len(set(t.split("-")[0] for t in spread_sample(tasks, 3))) == 3
+    assert spread_sample(tasks, 500) == [t for t, _ in tasks]
+    # The bundled eval split lists its 15 busy tasks first: the first ten would all be busy.
+    pack = {t["task_id"]: t["difficulty"] for t in load_pack().split("eval")}
+    assert set(list(pack.values())[:10]) == {"busy"}
+    assert {pack[t] for t in task_ids(None, "eval", 10, None)} == set(TIERS)
+    assert {pack[t] for t in task_ids(None, "eval", None, None, ["storm"])} == {"storm"}
+    assert len(task_ids(None, "eval", None, None, ["storm"])) == list(pack.values()).count("storm")
+    with pytest.raises(ValueError, match="has no tasks of tier nope; its tiers: standard, busy, storm, extreme"):
+        task_ids(None, "eval", None, None, ["nope"])
+    with pytest.raises(ValueError, match="--tier picks from a split"):
+        task_ids(["dock-x"], None, None, None, ["storm"])
 
 
 class _Rows:
@@ -60,7 +87,7 @@ def test_repeats_top_each_cell_up_to_r_rollouts_without_errors():
 
 def test_four_shard_processes_fill_the_grid_once_and_a_rerun_adds_nothing(warm_python, env_url, tmp_path):
     models = MODELS
-    tasks = [t["task_id"] for t in load_pack().split("eval")[:3]]
+    tasks = task_ids(None, "eval", 3, None)  # the shards ask the server; the same seeded sample
     common = [arg for m in models for arg in ("--model", m)] + ["--split", "eval", "--limit", "3", "--run", "sweep",
                                                                "--concurrency", "2", "--env-url", env_url]
     env = dict(os.environ)

@@ -6,11 +6,11 @@ dataset, what the peer received, and everything written or printed along the way
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
-from agent.grid import grid_cells
-from berth_env import load_pack
+from agent.grid import grid_cells, task_ids
 from testkit.fakejobs import warm_spawn
 from testkit.peers import ChatPeer, ToolCall, Turn, always
 from testkit.tasks import optimal_args
@@ -30,7 +30,8 @@ BASELINES = ["baseline:greedy", "baseline:naive"]
 
 
 def eval_tasks(n: int) -> list[str]:
-    return [t["task_id"] for t in load_pack().split("eval")[:n]]
+    """The tasks `--split eval --limit n` plays: n spread over the tiers (agent.grid)."""
+    return task_ids(None, "eval", n, None)
 
 
 def run_cells(files: dict[str, bytes], tmp: Path, run: str) -> list[tuple[str, str]]:
@@ -79,8 +80,12 @@ def test_four_jobs_save_every_episode_of_the_grid_once_and_the_secrets_stay_secr
             assert [s["stage"] for s in state["shards"]] == ["COMPLETED"] * 4
             assert state["secret_names"] == ["HF_TOKEN"] and len({s["job_id"] for s in state["shards"]}) == 4
         assert "episodes saved: 40/40" in ran.err and "shards 4/4 done" in ran.err
-        assert "| baseline:greedy | 20 |" in ran.out and "| baseline:naive | 20 |" in ran.out
-        assert (here / "runs" / "sweep-four" / "board.md").read_text() in ran.out
+        board_md = (here / "runs" / "sweep-four" / "board.md").read_text()
+        assert "| baseline:greedy | 20 |" in board_md and "| baseline:naive | 20 |" in board_md  # every figure
+        # The terminal gets the compact board, 100 columns at most, and where the rest is.
+        assert re.search(r"^baseline:greedy +20 ", ran.out, re.M) and re.search(r"^baseline:naive +20 ", ran.out, re.M)
+        assert max(len(line) for line in ran.out.splitlines() if "board.md" not in line) <= 100
+        assert "board.md." in ran.out
 
         # The token was each shard's environment (what a Job does with a secret); it and the key no model needed
         # are nowhere else: not in a command, a plain environment, a log, the state, the dataset or the output.

@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from agent.grid import grid_cells
-from agent.sweep_cost import JOB_START_S, episode_guess, estimate, hourly_usd
+from agent.grid import grid_cells, task_ids
+from agent.sweep_cost import JOB_START_S, LOCAL_START_S, episode_guess, estimate, hourly_usd
 from agent.sweep_plan import SweepError, SweepPlan, job_secrets, parse_timeout, resolve_image, scrub
 from rollouts.prices import episode_usd
 from rollouts.store import RolloutStore
@@ -141,3 +141,25 @@ def test_the_estimate_counts_waves_of_concurrent_episodes_and_the_timeout_bounds
     sonnet = next(m for m in priced.models if m.model == SONNET)
     assert sonnet.episodes == 20 and sonnet.usd == pytest.approx(20 * sonnet.usd_per_episode)
     assert priced.total_usd == pytest.approx(priced.jobs_usd + sonnet.usd)
+
+
+def test_a_local_sweep_is_estimated_from_a_local_start_and_shares_runs_tier_and_limit(tmp_path, monkeypatch):
+    monkeypatch.setenv("TASKS_DATASET", "")  # the bundled tasks
+    plan = SweepPlan(run="r", models=["baseline:greedy"], tasks=[f"task-{i}" for i in range(8)], repeats=1,
+                     machines=2, run_args=[], on="local", concurrency=4)
+    local = estimate(plan, [], "x", usd_per_hour=None)
+    # 4 cells a shard, one wave of 2 s baseline episodes, after a local process's start (not a Job's image pull).
+    assert local.shard_hours == pytest.approx([(LOCAL_START_S + 2) / 3600] * 2) and LOCAL_START_S < 60
+    ran = sweep("--on", "local", "--model", "baseline:greedy", "--split", "eval", "--tier", "storm", "--tier",
+                "extreme", "--limit", "3", "--machines", "2", "--run", "local-dry", "--out", str(tmp_path),
+                "--dry-run")
+    assert ran.code == 0, ran.err
+    assert "machines: 2 local processes, about 20 s each (start-up 18 s included)" in ran.err
+    assert "3 min" not in ran.err and "start-up 3" not in ran.err
+    chosen = task_ids(None, "eval", 3, None, ["storm", "extreme"])
+    assert f"3 tasks of split eval, tier storm, extreme, a seeded sample spread over the tiers:\n  {' '.join(chosen)}" \
+        in ran.err
+    assert "--split eval --tier storm --tier extreme --limit 3 --repeats 1 --run local-dry" in ran.err
+    refused = sweep("--on", "local", "--model", "baseline:greedy", "--task", chosen[0], "--tier", "storm",
+                    "--out", str(tmp_path), "--dry-run")
+    assert refused.code == 2 and "--limit and --tier pick from a split" in refused.err

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.browse_page import ORANGE, PAGE_INFO, TASK, cell, rows_of
+from tests.browser.browse_page import ORANGE, PAGE_INFO, TASK, XSS_MODEL, cell, rows_of
 from tests.browser.conftest import ARTIFACTS, DESKTOP, PHONE
 
 pytestmark = pytest.mark.browser
@@ -29,6 +29,24 @@ def test_the_leaderboard_leads_to_rollouts_and_shows_model_names_as_text(browse,
         box = header.bounding_box()
         assert box is None or box["height"] < 60, f"header {header.inner_text()!r} wraps"
     expect(board).to_contain_text('<img src=x onerror="window.__xss = 1">')  # a model named in HTML
+    # That model has one episode: no interval, no arena rating, listed after every model large enough to rank,
+    # and the notes under the board say why (rollouts.sample_size's words, as `python -m agent board` prints).
+    headers = [h.strip() for h in board.locator("[role=columnheader]").all_inner_texts()]
+    rows = [[cell(page, "#board", i, k).inner_text().strip() for k in range(len(headers))]
+            for i in range(rows_of(page, "#board").count())]
+    by_model = {row[0]: dict(zip(headers, row, strict=True)) for row in rows}
+    hostile = by_model[XSS_MODEL]
+    assert (hostile["n"], hostile["95% CI"], hostile["arena"], hostile["arena 95% CI"], hostile["arena rank"]) == (
+        "1", "n too small", "", "unrated", "")
+    small = [int(row[headers.index("n")]) < 5 for row in rows]
+    assert small == sorted(small) and any(small) and not all(small)
+    note = page.locator("#board-note")
+    expect(note).to_contain_text("n too small: no interval from fewer than 2 episodes.")
+    expect(note).to_contain_text("fewer than 5 episodes, so listed last and unranked (no arena rating or rank)")
+    # 63 rollouts over 45 tasks: no two models met on 5 tasks, so no one is rated, and the page says what it takes.
+    assert {row[headers.index("arena 95% CI")] for row in rows} == {"unrated"}
+    expect(note).to_contain_text("a model is rated and ranked once it has battles on at least 5 tasks")
+    expect(note).not_to_contain_text("1000 = baseline:naive")  # no anchor is rated, so none is named
     for size in (DESKTOP, PHONE):  # a wide table scrolls sideways to its last column, its models fixed at the left
         page.set_viewport_size(size)
         headers = [h.strip() for h in page.locator("#board [role=columnheader]").all_inner_texts()]

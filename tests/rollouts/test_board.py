@@ -8,8 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from rollouts.board import BOOTSTRAP_MAX_EPISODES, BOOTSTRAP_RESAMPLES
-from rollouts.board_text import board_markdown
+from rollouts.board import BOOTSTRAP_MAX_EPISODES, BOOTSTRAP_RESAMPLES, FIGURES, sort_board
+from rollouts.board_text import TERMINAL_COLUMNS, board_compact, board_markdown, board_notes
+from rollouts.sample_size import MIN_RANKED
 from tests.board_helpers import board_of, by_model
 
 
@@ -79,4 +80,44 @@ def test_board_markdown_has_one_line_per_model():
     text = board_markdown(board_of([row("a", "t1", 0.75), row("b", "t1", 0.25)]))
     lines = text.strip().splitlines()
     assert lines[0].startswith("| model | n | mean reward (95% CI)") and len(lines) == 4
-    assert lines[2].startswith("| a | 1 | 0.750 (0.750-0.750)")
+    assert lines[2].startswith("| a | 1 | 0.750 (n too small) |")  # one episode is no interval
+    assert "- (" not in text and "(---)" not in text  # an unknown figure is a plain "-"
+
+
+def test_one_episode_has_no_interval_and_a_small_model_is_listed_after_the_ranked():
+    rows = [row("human", "t0", 1.0)]
+    rows += [row("greedy", f"t{i}", 0.3 + 0.02 * i) for i in range(MIN_RANKED + 3)]
+    rows += [row("pair", f"t{i}", 0.9) for i in range(2)]
+    lines = board_of(rows)
+    # human's mean (1.0) is the best, but one episode ranks nowhere: listed last, after the ranked greedy.
+    assert [line["model"] for line in lines] == ["greedy", "human", "pair"]
+    human = by_model(lines)["human"]
+    assert human["mean_reward"] == 1.0
+    for low, high in (f.interval for f in FIGURES if f.interval):
+        assert math.isnan(human[low]) and math.isnan(human[high])
+    pair = by_model(lines)["pair"]
+    assert pair["ci_low"] == pair["ci_high"] == 0.9  # two episodes do give an interval (here a point)
+    assert [line["model"] for line in sort_board(lines, "n", descending=False)] == ["greedy", "human", "pair"]
+    notes = board_notes(lines)
+    assert notes == ["n too small: no interval from fewer than 2 episodes",
+                     f"fewer than {MIN_RANKED} episodes, so listed last and unranked (no arena rating or rank): "
+                     "human, pair"]
+    assert board_notes(board_of(rows[1:MIN_RANKED + 4])) == []  # nothing small, nothing to say
+
+
+def test_the_compact_board_fits_a_100_column_terminal_and_shows_unknowns_as_a_dash():
+    long = "hf:meta-llama/Llama-3.3-70B-Instruct:novita|together"
+    rows = [row(long, f"t{i}", 0.5, tier=tier) for i, tier in enumerate(("busy", "storm", "extreme", "standard"))]
+    rows += [row("baseline:greedy", "t9", 0.25, tier="busy")]
+    text = board_compact(board_of(rows))
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= TERMINAL_COLUMNS
+    assert lines[0].split() == ["model", "n", "mean", "(95%", "CI)", "standard", "busy", "storm", "extreme",
+                                "feasible"]
+    greedy = next(line for line in lines if line.startswith("baseline:greedy"))
+    assert greedy.split() == ["baseline:greedy", "1", "0.250", "(n", "too", "small)", "-", "0.250", "-", "-", "100%"]
+    shortened = lines[2].split()[0]
+    assert shortened.startswith("hf:meta-llama/") and shortened.endswith("|together") and "…" in shortened
+    assert "(---)" not in text and "- (" not in text
+    # every column starts where its header does
+    assert len({len(line) for line in lines[:2]}) == 1

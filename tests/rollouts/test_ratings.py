@@ -21,8 +21,10 @@ from rollouts.ratings import (
     ratings,
     ratings_json,
     ratings_markdown,
+    ratings_notes,
     upper_bound_ranks,
 )
+from rollouts.sample_size import MIN_RANKED
 from testkit.index_rows import index_table
 
 MODELS = [ANCHOR, *(f"model-{k:02d}" for k in range(11))]
@@ -96,7 +98,7 @@ def test_a_model_without_a_shared_task_has_no_rating_and_says_so():
             ("t9", "alone", 1.0),
             # d and e only ever met each other: a group of their own, not on the anchor's scale
             ("x1", "d", 0.3), ("x1", "e", 0.4), ("x2", "d", 0.6), ("x2", "e", 0.4)]
-    lines = ratings(cells(*rows))
+    lines = ratings(cells(*rows), min_tasks=1)  # the fit's own rules, below the project's minimum of tasks
     assert [line.model for line in lines] == ["b", ANCHOR, "alone", "d", "e"]  # rated first, then by name
     table = by_model(lines)
     alone = table["alone"]
@@ -104,7 +106,7 @@ def test_a_model_without_a_shared_task_has_no_rating_and_says_so():
     assert alone.note == "no rating: it shares no task with another model"
     assert table["d"].rating is None and "baseline:naive" in table["d"].note and table["d"].battles == 2
     assert table["b"].note is None and table["b"].rating == pytest.approx(1000.0, abs=1)  # one win, one loss
-    lost_all = by_model(ratings(cells(("t1", ANCHOR, 0.9), ("t1", "b", 0.1))))["b"]
+    lost_all = by_model(ratings(cells(("t1", ANCHOR, 0.9), ("t1", "b", 0.1)), min_tasks=1))["b"]
     assert lost_all.note.startswith("lost every battle") and lost_all.rating < 1000
     text = ratings_markdown(lines)
     assert "alone: no rating: it shares no task with another model (0 battles)" in text
@@ -117,7 +119,7 @@ def test_without_the_anchor_the_largest_group_is_rated_around_a_mean_of_1000():
     rows["task_id"] += ["u1", "u1"]
     rows["model"] += ["p", "q"]
     rows["mean_reward"] += [0.1, 0.2]
-    lines = by_model(ratings(rows))
+    lines = by_model(ratings(rows, min_tasks=1))
     rated = [line.rating for line in lines.values() if line.rating is not None]
     assert len(rated) == 4 and sum(rated) / 4 == pytest.approx(1000.0)
     assert lines["p"].rating is None and "larger group" in lines["p"].note
@@ -136,6 +138,49 @@ def test_a_model_that_won_every_battle_gets_a_finite_rating_above_everyone():
     assert champion.note.startswith("won every battle") and lines[1].note is None
 
 
+def test_a_model_below_the_minimum_of_tasks_gets_no_rating_no_rank_and_moves_no_one_else():
+    table = synthetic_cells(TRUE[:3], tasks=40, seed=7, models=MODELS[:3])
+    rows = table.to_pydict()
+    # One hand-played episode that beat everyone on its task, and a model on one task fewer than the minimum.
+    rows["task_id"] += ["dock-0000", *(f"dock-{t:04d}" for t in range(MIN_RANKED - 1))]
+    rows["model"] += ["human", *["short"] * (MIN_RANKED - 1)]
+    rows["mean_reward"] += [1.0, *[0.99] * (MIN_RANKED - 1)]
+    lines = by_model(ratings(rows))
+    for small, tasks in (("human", 1), ("short", MIN_RANKED - 1)):
+        line = lines[small]
+        # Each met the three rated models on each of its tasks, and each other once, on dock-0000.
+        assert line.rating is line.ci_low is line.ci_high is line.rank is None and line.battles == 3 * tasks + 1
+        assert line.note == (f"no rating: battles on {tasks} task{'s' * (tasks != 1)}; a rating needs at least "
+                             f"{MIN_RANKED} tasks shared with another model")
+    alone = by_model(ratings(table))
+    assert all(lines[m].rating == alone[m].rating and lines[m].ci_low == alone[m].ci_low for m in MODELS[:3])
+    # The anchor itself below the minimum: the scale is centred on the mean, and the note says so.
+    few = pa.table({"task_id": [f"dock-{t:04d}" for t in range(2)], "model": [ANCHOR] * 2,
+                    "mean_reward": [0.1, 0.2]})
+    centred = ratings(pa.concat_tables([table.filter(pa.compute.not_equal(table["model"], ANCHOR)), few]))
+    rated = [line.rating for line in centred if line.rating is not None]
+    assert len(rated) == 2 and sum(rated) / 2 == pytest.approx(1000.0)
+    notes = ratings_notes(centred)
+    assert notes[0] == ("scale: centred on the mean, 1000 = the mean of the 2 rated models (baseline:naive, the "
+                        "usual anchor, has no rating here)")
+    assert ratings_notes(ratings(table))[0].startswith("scale: 1000 = baseline:naive, the anchor")
+    assert not any("1000 = baseline:naive" in note for note in notes)
+    assert f"{ANCHOR}: no rating: battles on 2 tasks" in "\n".join(notes)
+
+
+def test_shared_ranks_are_explained_in_words():
+    # a and b never differ; both beat the anchor often enough to sit wholly above it.
+    rows = [row for k in range(12) for row in ((f"t{k}", ANCHOR, 0.1), (f"t{k}", "a", 0.5 + 0.3 * (k % 2)),
+                                               (f"t{k}", "b", 0.8 - 0.3 * (k % 2)))]
+    lines = ratings(cells(*rows))
+    assert [line.rank for line in by_model(lines).values() if line.model in ("a", "b")] == [1, 1]
+    text = "\n".join(ratings_notes(lines))
+    assert ("a and b share rank 1: no rated model lies wholly above them, and their own intervals overlap, so the "
+            "data cannot say which is ahead") in text
+    assert by_model(lines)[ANCHOR].rank == 3 and "share rank 3" not in text  # a rank held alone needs no word
+    assert ratings_markdown(lines).split("\n\n", 1)[1].splitlines() == ratings_notes(lines)
+
+
 def test_the_rank_counts_only_intervals_wholly_above():
     low = np.array([1200, 1150, 1100, 900, np.nan])
     high = np.array([1300, 1250, 1160, 1000, np.nan])
@@ -146,7 +191,7 @@ def test_the_rank_counts_only_intervals_wholly_above():
 
 def test_ratings_json_has_the_cli_keys():
     lines = ratings(cells(("t1", ANCHOR, 0.2), ("t1", "b", 0.8), ("t2", ANCHOR, 0.5), ("t2", "b", 0.5),
-                          ("t3", "c", 0.5)))
+                          ("t3", "c", 0.5)), min_tasks=1)
     items = ratings_json(lines)
     assert [item["model"] for item in items] == ["b", ANCHOR, "c"]
     assert set(items[0]) == {"model", "rating", "ci_low", "ci_high", "rank", "battles", "wins", "losses", "ties",

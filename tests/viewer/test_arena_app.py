@@ -149,10 +149,12 @@ def test_a_match_link_that_names_nothing_says_so(arena):
 
 
 def test_the_leaderboards_arena_column_is_what_the_cli_rates(arena, client, capsys):
-    # Three models on shared tasks (the matches above add theirs): every rated model's number must agree.
-    tasks = [TASK_ID, "dock-24B-w06x2-busy-0", "dock-24B-w07x1-busy-0", "dock-24B-w16x1-busy-0"]
-    for seed in range(12):
-        arena.ctx.store.save(make_record(seed=100 + seed, task_id=tasks[seed % 4],
+    # Three models on five shared tasks, the fewest that rate (the matches above add theirs): every rated model's
+    # number must agree.
+    tasks = [TASK_ID, "dock-24B-w06x2-busy-0", "dock-24B-w07x1-busy-0", "dock-24B-w16x1-busy-0",
+             "dock-24B-w35x1-busy-0"]
+    for seed in range(15):
+        arena.ctx.store.save(make_record(seed=100 + seed, task_id=tasks[seed % 5],
                                          model=("baseline:naive", "openai:gpt-x", "vllm:y")[seed % 3],
                                          end_reason="submitted"))
     # A model alone on its task: no battle, no rating, and the board says why.
@@ -162,7 +164,7 @@ def test_the_leaderboards_arena_column_is_what_the_cli_rates(arena, client, caps
     board = {line["model"]: line for line in client.predict(api_name="/browse_leaderboard")}
     assert board["hf:org/loner"]["arena"] is None and board["hf:org/loner"]["n"] == 1
     note = arena_note(arena.ctx.archive.ratings(Filters()), {})
-    assert "hf:org/loner: no rating: it shares no task with another model." in note
+    assert "hf:org/loner: no rating: it shares no task with another model (0 battles)." in note
     assert agent_main(["ratings", "--dir", str(arena.root), "--json"]) == 0
     rated = {item["model"]: item for item in json.loads(capsys.readouterr().out)}
     assert rated.keys() == board.keys() and sum(item["rating"] is not None for item in rated.values()) >= 3

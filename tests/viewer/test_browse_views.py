@@ -10,17 +10,18 @@ import pytest
 
 from berth_env import load_pack
 from rollouts.archive import Archive
-from rollouts.board import heatmap
+from rollouts.board import board, heatmap
 from rollouts.filters import Filters
 from rollouts.index.engine import IndexEngine
 from rollouts.index.format import INDEX_SCHEMA
 from rollouts.layout import record_rel
+from rollouts.ratings import cells_sql, ratings
 from rollouts.schema import index_row
 from rollouts.sources.local import LocalSource
 from rollouts.store import RolloutStore
 from testkit.records import make_record, make_records
 from viewer.browse.state import BrowseState, state_from_query
-from viewer.browse.views import heatmap_table, list_table, plan_diff
+from viewer.browse.views import arena_note, board_table, heatmap_table, list_table, plan_diff, with_ratings
 
 TASK = "dock-24B-w06x1-busy-0"
 
@@ -119,3 +120,22 @@ def test_exports_hold_exactly_the_filtered_rows_and_a_formula_stays_text(tmp_pat
     assert hostile["model"] in table.column("model").to_pylist()  # Parquet keeps values as they are
     with pytest.raises(ValueError, match="csv or parquet"):
         index.export(filters, tmp_path, fmt="xlsx")
+
+
+def test_the_board_says_n_too_small_and_unrated_and_its_note_names_the_real_scale():
+    tasks = [t["task_id"] for t in load_pack().split("eval")[:6]]
+    records = [make_record(seed=k, task_id=tasks[k // 2 % 6], model=("baseline:greedy", "openai:gpt-x")[k % 2],
+                           end_reason="submitted") for k in range(24)]
+    records.append(make_record(seed=99, task_id=tasks[0], model="human", end_reason="submitted"))
+    engine = engine_of(records)
+    with engine.lock:
+        rated = ratings(engine.sql(cells_sql(), []).fetchnumpy())
+    table = board_table(with_ratings(board(engine), rated))
+    human = table[table["model"] == "human"].iloc[0]
+    assert table["model"].iloc[-1] == "human"  # one episode: after the ranked models, whatever its mean
+    assert (human["95% CI"], human["arena 95% CI"]) == ("n too small", "unrated") and human.isna()["arena"]
+    assert all(table[table["model"] != "human"]["arena 95% CI"] != "unrated")
+    note = arena_note(rated, {})
+    # No baseline:naive here: the scale is the mean of the rated, and the note says so rather than naming naive.
+    assert "centred on the mean, 1000 = the mean of the 2 rated models" in note and "1000 = baseline:naive" not in note
+    assert "human: no rating: battles on 1 task; a rating needs at least 5 tasks shared with another model" in note

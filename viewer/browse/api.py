@@ -80,7 +80,8 @@ def browse_rollouts(ctx: AppContext, filters: Filters, sort: str = "started", de
 def browse_leaderboard(ctx: AppContext, filters: Filters, same_tasks: bool = False) -> list[dict]:
     """Per model over the filtered rollouts: n, mean reward with its 95% bootstrap CI, mean per tier, feasible %,
     optimal %, ended without submit, median tokens and seconds, the convergence and price figures, and the arena
-    rating (`arena`, `arena_low`, `arena_high`, `arena_rank`: null without one; as `python -m agent ratings`).
+    rating (`arena`, `arena_low`, `arena_high`, `arena_rank`: null without one; `arena_note`: why not, or a word on
+    it; as `python -m agent ratings`).
     same_tasks: only tasks every model played (the arena rating always uses every task two models both played)."""
     archive = ctx.archive
     return _plain(with_ratings(archive.board(filters, same_tasks=bool(same_tasks)), archive.ratings(filters)))

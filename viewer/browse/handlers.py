@@ -13,7 +13,7 @@ from typing import Any
 import gradio as gr
 
 from rollouts.archive import RolloutNotFound
-from rollouts.board_text import price_note
+from rollouts.board_text import board_notes, price_note
 from rollouts.filters import BY_NAME, FILTERS, PAGE_SIZE, Filters
 from rollouts.matches import vote_tally
 from rollouts.record_view import RecordView
@@ -287,7 +287,8 @@ def board_view(section: BrowseSection, state: BrowseState) -> dict:
     matches = section.ctx.matches
     note = arena_note(archive.ratings(filters), vote_tally(matches.book.rows()) if matches else {})
     return {section.board: board_table(lines), section.board_models: [line["model"] for line in lines],
-            section.board_note: BOARD_NOTE + escape_cell(price_note()) + "  \n" + note,
+            section.board_note: BOARD_NOTE + escape_cell(price_note()) + "  \n"
+                                + "".join(f"{escape_cell(n)}.  \n" for n in board_notes(lines)) + note,
             section.convergence: convergence_figure(curves=archive.convergence(filters)),
             section.heatmap: gr.Dataframe(heatmap_table(heat), column_widths=["84px", "230px",
                                                                               *["150px"] * len(heat.models)]),

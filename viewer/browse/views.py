@@ -15,7 +15,8 @@ import pyarrow as pa
 from berth_env import PlanError, check, parse_plan
 from rollouts.archive import SourceStatus
 from rollouts.board import Heatmap
-from rollouts.ratings import Rating
+from rollouts.ratings import Rating, ratings_notes
+from rollouts.sample_size import TOO_SMALL
 from rollouts.schema import TIERS
 from viewer.markdown import escape_cell, fmt_num
 
@@ -31,8 +32,9 @@ MORE_COLUMNS = {
     "run": "run", "source": "source",
 }
 # The leaderboard as shown: (header, column of the board's lines, digits; None for text). A pair of columns is an
-# interval, shown as text. Numbers stay numbers, so the table's own header menu sorts them by value. The arena
-# columns come from rollouts.ratings, joined to the board's lines by `with_ratings`.
+# interval, shown as text ("n too small" for a mean of one episode). Numbers stay numbers, so the table's own header
+# menu sorts them by value. The arena columns come from rollouts.ratings, joined to the board's lines by
+# `with_ratings`.
 BOARD_COLUMNS = [("model", "model", None), ("n", "n", 0), ("mean reward", "mean_reward", 3),
                  ("95% CI", ("ci_low", "ci_high"), 3), ("arena", "arena", 0),
                  ("arena 95% CI", ("arena_low", "arena_high"), 0), ("arena rank", "arena_rank", 0),
@@ -45,7 +47,9 @@ BOARD_COLUMNS = [("model", "model", None), ("n", "n", 0), ("mean reward", "mean_
 BOARD_HEADERS = [header for header, _, _ in BOARD_COLUMNS]
 BOARD_TYPES = ["str" if digits is None or isinstance(column, tuple) else "number"
                for _, column, digits in BOARD_COLUMNS]
-ARENA_COLUMNS = {"arena": "rating", "arena_low": "ci_low", "arena_high": "ci_high", "arena_rank": "rank"}
+ARENA_COLUMNS = {"arena": "rating", "arena_low": "ci_low", "arena_high": "ci_high", "arena_rank": "rank",
+                 "arena_note": "note"}
+UNRATED = "unrated"  # in the arena interval's place; the notes under the board say why
 
 
 def _missing(value: Any) -> bool:
@@ -87,7 +91,11 @@ def board_table(lines: list[dict]) -> pd.DataFrame:
         for _, column, digits in BOARD_COLUMNS:
             if isinstance(column, tuple):
                 low, high = (row.get(c) for c in column)
-                cells.append("" if _missing(low) else f"{_fixed(low, digits)}–{_fixed(high, digits)}")
+                # The mean of one episode has no interval (rollouts.sample_size); a missing rating is said below.
+                small = column == ("ci_low", "ci_high") and not _missing(row.get("mean_reward"))
+                unrated = column == ("arena_low", "arena_high") and _missing(row.get("arena"))
+                cells.append((TOO_SMALL if small else UNRATED if unrated else "") if _missing(low) or _missing(high)
+                             else f"{_fixed(low, digits)}–{_fixed(high, digits)}")
             elif digits is None:
                 cells.append(str(row[column]))
             else:
@@ -108,9 +116,8 @@ def arena_note(rated: list[Rating], tally: dict[str, dict[str, int]]) -> str:
     """Under the board: how the arena column is made, which models it cannot rate and why, and the visitors' votes
     beside it (never in it)."""
     parts = ["**arena**: a Bradley–Terry rating from every task two models both played (the higher mean reward "
-             "on the task wins, equal means tie), 1000 = baseline:naive, with a 95% interval over 100 resamples of "
-             "the tasks; its rank counts only the models whose interval lies wholly above."]
-    parts += [f"{escape_cell(r.model)}: {escape_cell(r.note)}." for r in rated if r.rating is None and r.note]
+             "on the task wins, equal means tie), with a 95% interval over 100 resamples of the tasks."]
+    parts += [f"{escape_cell(note)}." for note in ratings_notes(rated)]  # the CLI's `ratings` prints the same
     if tally:
         votes = " · ".join(f"{escape_cell(model)}: {t['for']} for, {t['against']} against, {t['tie']} tie, "
                            f"{t['both_bad']} both bad ({t['matches']} matches)"
