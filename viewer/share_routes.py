@@ -201,6 +201,9 @@ class SharePages:
         base = self.ctx.link_base(str(request.base_url))
         if not valid_episode_id(episode_id):
             return self.missing(base).response(head_only, host_bound)
+        kept = self.kept(episode_id, kind, base, request.headers.get("if-none-match", ""))
+        if kept is not None:  # on the event loop: a dict lookup, never queued behind renders waiting on the pace
+            return kept.response(head_only, host_bound)
         if self.waiting >= MAX_WAITING:
             return Answer(503, b"The arena is busy: try again in a moment.", "text",
                           headers={"Retry-After": "5"}).response(head_only)
@@ -220,14 +223,23 @@ class SharePages:
         run = self.ctx.registry.get(episode_id)
         if run is not None and not run.finished:
             return self.running(run, kind, base)
-        cache = self.images if kind == "image" else self.pages
-        # `base` is the public address, the same for every request, unless the links are host-bound
-        key = (episode_id, kind, base if kind == "page" else None)
-        kept = cache.get(key) if kind != "json" else None
+        kept = self.kept(episode_id, kind, base, if_none_match)
+        if kept is not None:
+            return kept
+        # One paced piece of work, so that a request never waits on its own lookup's share of the time.
+        return self.pace.run(self.fresh, episode_id, kind, base, if_none_match)
+
+    def kept(self, episode_id: str, kind: str, base: str, if_none_match: str = "") -> Answer | None:
+        """A finished rollout's page or image as kept (no lookup, no render, no pace), or None."""
+        kept = self._cache(kind).get(_key(episode_id, kind, base)) if kind != "json" else None
         if kept is not None and kept.task_known == (self.ctx.task_for(kept.task_id, None) is not None):
-            return kept.again(if_none_match)  # no lookup, no render, no pace
+            return kept.again(if_none_match)
+        return None
+
+    def fresh(self, episode_id: str, kind: str, base: str, if_none_match: str = "") -> Answer:
+        """A finished rollout's answer from its record: looked up, hashed and drawn (a page or image then kept)."""
         try:
-            record, row = self.pace.run(self.ctx.records.get, episode_id)
+            record, row = self.ctx.records.get(episode_id)
         except RolloutNotFound:
             return self.missing(base)
         except SourceError:
@@ -240,14 +252,17 @@ class SharePages:
         if etag in _tags(if_none_match):
             return Answer(304, b"", kind, etag, cache_control)
         if kind == "json":
-            body = self.pace.run(lambda: json.dumps(record, ensure_ascii=False).encode("utf-8"))
+            body = json.dumps(record, ensure_ascii=False).encode("utf-8")
             return Answer(200, body, kind, etag, cache_control,
                           {"Content-Disposition": f'inline; filename="{episode_id}.json"'})
         body = (self._image(record, task) if kind == "image"
-                else self.pace.run(page_html, record, row, task, self.links(episode_id, base)).encode("utf-8"))
+                else page_html(record, row, task, self.links(episode_id, base)).encode("utf-8"))
         answer = Answer(200, body, kind, etag, cache_control)
-        cache.put(key, _Kept(answer, task_id, task is not None), len(body))
+        self._cache(kind).put(_key(episode_id, kind, base), _Kept(answer, task_id, task is not None), len(body))
         return answer
+
+    def _cache(self, kind: str) -> _Lru:
+        return self.images if kind == "image" else self.pages
 
     def links(self, episode_id: str, base: str, *, running: bool = False) -> PageLinks:
         page = rollout_page(episode_id, base)
@@ -286,11 +301,10 @@ class SharePages:
     def _image(self, record: Mapping[str, Any], task: Mapping[str, Any] | None) -> bytes:
         view = RecordView(record)
         grade = view.grade
-        svg = self.pace.run(lambda: share_svg(task, view.final_plan, model=view.model or "?", task_id=view.task_id,
-                                              tier=view.task.get("difficulty"), reward=view.reward,
-                                              feasible=grade.get("feasible") if grade else None, cost=view.cost,
-                                              optimal_cost=optimal_cost(view, task),
-                                              status=None if grade else "not submitted"))
+        svg = share_svg(task, view.final_plan, model=view.model or "?", task_id=view.task_id,
+                        tier=view.task.get("difficulty"), reward=view.reward,
+                        feasible=grade.get("feasible") if grade else None, cost=view.cost,
+                        optimal_cost=optimal_cost(view, task), status=None if grade else "not submitted")
         return self.raster.png(svg)
 
     def _etag(self, episode_id: str, record: Mapping[str, Any], kind: str, task_known: bool, base: str) -> str:
@@ -298,11 +312,17 @@ class SharePages:
         if kept is not None and kept[0] == id(record):
             digest = kept[1]
         else:
-            text = self.pace.run(lambda: json.dumps(record, sort_keys=True, ensure_ascii=False, default=str))
+            text = json.dumps(record, sort_keys=True, ensure_ascii=False, default=str)
             digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
             self._etags.put(episode_id, (id(record), digest))
         marks = f"{digest}:{PAGE_VERSION}:{APP_VERSION}:{kind}:{int(task_known)}:{base}"
         return f'"{hashlib.sha256(marks.encode()).hexdigest()[:32]}"'
+
+
+def _key(episode_id: str, kind: str, base: str) -> tuple:
+    """What a finished rollout's answer is kept under: a page's links name `base`, the public address (the same
+    for every request) unless none is known; an image names no address."""
+    return episode_id, kind, base if kind == "page" else None
 
 
 def _tags(header: str) -> set[str]:
