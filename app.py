@@ -28,7 +28,7 @@ from viewer.arena import api as arena_api
 from viewer.arena import section as arena
 from viewer.browse import api as browse_api
 from viewer.browse import section as browse
-from viewer.context import AppContext
+from viewer.context import AppContext, Settings
 from viewer.play import api as play_api
 from viewer.play import section as play
 from viewer.run import api as run_api
@@ -162,12 +162,12 @@ if __name__ == "__main__":
         from berth_env.embedded import embedded_url
 
         embedded_url()
-    context = AppContext.create()
+    host, port = address()
+    context = AppContext.create(Settings.from_env(listen=(host, port)))  # links on this address, never on `Host`
     demo = build_app(context)
     from agent.providers.registry import preload_and_freeze
 
     preload_and_freeze()
-    host, port = address()
     print(f"* Running on local URL:  http://{'127.0.0.1' if host == '0.0.0.0' else host}:{port}", flush=True)
     # Open event streams (a page watching a run) must not hold a stop for long: uvicorn waits 5 s at most.
     uvicorn.run(serve(demo, context), host=host, port=port, log_level="warning", timeout_graceful_shutdown=5)

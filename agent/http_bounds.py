@@ -23,19 +23,23 @@ class AnswerRefused(httpx.TransportError):
     asks for none: a compressed answer's size says nothing of what it unpacks to)."""
 
 
+class AnswerTooLarge(AnswerRefused):
+    """An answer larger than a client's `max_bytes` (declared so, or counted as it streamed)."""
+
+
 def _bounded_headers(response: httpx.Response, max_bytes: int) -> None:
     encoding = response.headers.get("content-encoding", "identity").strip().lower()
     length = response.headers.get("content-length", "")
     if encoding not in ("", "identity"):
         raise AnswerRefused(f"the server sent a compressed answer ({encoding[:20]}) it was not asked for")
     if length.isdigit() and int(length) > max_bytes:
-        raise AnswerRefused(f"the answer is larger than {max_bytes / 2**20:.0f} MB")
+        raise AnswerTooLarge(f"the answer is larger than {max_bytes / 2**20:.0f} MB")
 
 
 def _counted(seen: int, chunk: bytes, max_bytes: int, deadline: float, max_s: float) -> int:
     seen += len(chunk)
     if seen > max_bytes:
-        raise AnswerRefused(f"the answer is larger than {max_bytes / 2**20:.0f} MB")
+        raise AnswerTooLarge(f"the answer is larger than {max_bytes / 2**20:.0f} MB")
     if time.monotonic() > deadline:
         raise AnswerRefused(f"the answer took longer than {max_s:.0f} s")
     return seen

@@ -7,7 +7,8 @@ asked; a task id goes into a URL only after `valid_task_id` says it is safe. Und
 (agent/netguard.py, for a server a visitor chose) every connection is checked, no redirect is followed, and an error
 says only "this server is not allowed" or "could not reach the server". Every answer is read within a budget
 (agent/http_bounds.py: at most ANSWER_MAX_BYTES in ANSWER_MAX_S, agent/limits.py), and a task the server shows is
-refused when it is too large to draw or grade (`task_size_problem`).
+refused when it is too large to draw or grade (`task_size_problem`). Both are `TaskTooLarge`, said as such even of a
+visitor's server (the words are ours, not the server's): a task that exists but is too large is not a missing one.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any, Self
 
 import httpx
 
+from agent.http_bounds import AnswerTooLarge
 from agent.limits import ANSWER_MAX_BYTES, ANSWER_MAX_S, task_size_problem
 from agent.netguard import (
     NOT_ALLOWED,
@@ -37,6 +39,10 @@ TIMEOUT_S = 10.0
 
 class TaskAPIError(RuntimeError):
     """A server's Task API could not be read, or did not answer with tasks."""
+
+
+class TaskTooLarge(TaskAPIError):
+    """A server's answer over the size bound, or a task too large to draw or grade: it says which."""
 
 
 def valid_task_id(task_id: Any) -> bool:
@@ -90,7 +96,7 @@ class TaskAPI:
             raise self._error(what, ValueError("something other than a task"))
         problem = task_size_problem(answer) if answer is not None else None
         if problem:  # a task the app could not draw or grade in reasonable time
-            raise self._error(what, ValueError(problem))
+            raise TaskTooLarge(f"{what} {problem.removeprefix('it ')}")
         return answer
 
     def _json(self, what: str, method: str, path: str, *, missing_ok: bool = False, **options: Any) -> Any:
@@ -102,6 +108,9 @@ class TaskAPI:
             return response.json()
         except ServerRefused as exc:
             raise TaskAPIError(str(exc) if str(exc) == NOT_ALLOWED else UNREACHABLE) from None
+        except AnswerTooLarge as exc:  # our own words, safe to say of any server
+            raise TaskTooLarge(f"{what}: the server's answer is too large "
+                               f"({str(exc).removeprefix('the answer is ')})") from None
         except (httpx.HTTPError, ValueError) as exc:  # ValueError: a body that is not JSON
             raise self._error(what, exc) from exc
 

@@ -15,7 +15,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from agent.netguard import ServerPolicy
-from agent.task_api import TIMEOUT_S, TaskAPI, TaskAPIError, valid_task_id
+from agent.task_api import TIMEOUT_S, TaskAPI, TaskAPIError, TaskTooLarge, valid_task_id
 from berth_env import TIERS, Pack, load_pack
 
 PUBLIC_SERVER = "https://fineenvs-portsimenv.hf.space"
@@ -96,7 +96,9 @@ _REMOTE_LOCK = threading.Lock()
 
 def task_for(task_id: str, server_url: str | None = None, policy: ServerPolicy | None = None) -> dict | None:
     """The full task for an id: the embedded pack's (reference plans included), else the public task the server at
-    `server_url` shows; None when neither has it or the server can't be reached.
+    `server_url` shows; None when neither has it or the server can't be reached. A task the server has but that
+    is too large (its answer over the size bound, or too many ships to draw or grade) is `TaskTooLarge`, so that
+    the form says so instead of "not one this server offers".
 
     Only tasks found are kept (the newest few hundred remote ones): a server that failed once is asked again.
     """
@@ -114,6 +116,8 @@ def task_for(task_id: str, server_url: str | None = None, policy: ServerPolicy |
     try:
         with TaskAPI(server_url, policy=policy) as api:
             task = api.task(task_id)
+    except TaskTooLarge:
+        raise
     except (TaskAPIError, ValueError):  # ValueError: a URL the policy refused
         return None
     if task is not None:

@@ -8,7 +8,11 @@ the rollout. The app's own URL keys (`?tab=browse&rollout=...`, `?episode=...`) 
 The public address is, first found: `ARENA_URL` (set it where the Space has a custom domain, or for the CLI when
 its rollouts are served elsewhere); `SPACE_HOST`, which a Space is given (a comma-separated list when a custom
 domain is set, the `*.hf.space` host first); the host derived from `SPACE_ID` (owner/name, lower-cased, `/`, `_`
-and `.` as `-`). Elsewhere there is none, and the app builds links on the address the visitor used.
+and `.` as `-`); for the app, the address it listens on (`GRADIO_SERVER_NAME` and `GRADIO_SERVER_PORT`, as
+`python app.py` reads them). Never the `Host` a request names: anyone may send any, and a page built on it and
+kept by a shared cache would send every reader to the sender's host. Only an app listening on every interface
+(`0.0.0.0`, `::`) without `ARENA_URL` has no address to name; it builds links on the address each visitor used,
+and its share pages say so (`Vary: Host`, viewer/share_routes.py).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from collections.abc import Mapping
 from urllib.parse import quote
 
 ROLLOUT_PAGE = "/r/"
+EVERY_INTERFACE = {"", "0.0.0.0", "::", "[::]"}  # a listening address that names no host a visitor can reach
 _NOT_IN_HOST = re.compile(r"[/_.]")
 
 
@@ -27,8 +32,9 @@ def space_url(space_id: str) -> str:
     return f"https://{_NOT_IN_HOST.sub('-', space_id.strip().lower())}.hf.space"
 
 
-def public_base(environ: Mapping[str, str] | None = None) -> str | None:
-    """The arena's public address without a trailing slash, or None off a Space (see the module's docstring)."""
+def public_base(environ: Mapping[str, str] | None = None, listen: tuple[str, int] | None = None) -> str | None:
+    """The arena's public address without a trailing slash, or None when none is known (see the module's
+    docstring); `listen`: where the app listens (host, port), the address when nothing else names one."""
     env = os.environ if environ is None else environ
     if env.get("ARENA_URL", "").strip():
         return env["ARENA_URL"].strip().rstrip("/")
@@ -37,6 +43,9 @@ def public_base(environ: Mapping[str, str] | None = None) -> str | None:
         return host if host.startswith(("http://", "https://")) else f"https://{host}"
     if env.get("SPACE_ID", "").strip():
         return space_url(env["SPACE_ID"])
+    if listen is not None and listen[0].strip() not in EVERY_INTERFACE:
+        host = listen[0].strip()
+        return f"http://{f'[{host}]' if ':' in host and not host.startswith('[') else host}:{int(listen[1])}"
     return None
 
 

@@ -47,8 +47,12 @@ def settings_for(rollout_dir: Path, **overrides: Any) -> Any:
 @contextmanager
 def launched_app(folder: Path, *, records: Iterable[dict] = (), **settings: Any) -> Iterator[LaunchedApp]:
     import app as app_module
+    from rollouts.links import public_base
     from viewer.context import AppContext
 
+    # As `python app.py` does: links are built on the address the app listens on, unless a test says otherwise.
+    port = free_port()
+    settings.setdefault("arena_url", public_base({}, listen=("127.0.0.1", port)))
     ctx = AppContext.create(settings_for(Path(folder) / "rollouts", **settings))
     for record in records:
         ctx.store.save(record)
@@ -56,7 +60,7 @@ def launched_app(folder: Path, *, records: Iterable[dict] = (), **settings: Any)
     # A port of its own, not 7860 and up: test processes running in parallel (and a developer's app) would race for
     # the same ones.
     server = app_module.serve(demo, ctx)
-    with serving(server) as url:
+    with serving(server, port=port) as url:
         try:
             yield LaunchedApp(url, ctx, ctx.store.root, demo, server)
         finally:

@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 
 from gradio import ChatMessage
 
-from viewer.markdown import code_block, compact_json, escape_cell, escape_md, fmt_num, shorten
+from viewer.markdown import StreamEscaper, code_block, compact_json, escape_cell, escape_md, fmt_num, shorten
 from viewer.summary import failure, grade_lines, grade_words, violation_lines
 
 Event = Mapping[str, Any]
@@ -49,21 +49,6 @@ NOTE_TITLES = {
 TOOL_ICON = "🛠️"
 
 
-class _Escaper:
-    """Escapes streamed text chunk by chunk; remembers the last character so `!` + `[` across chunks is caught."""
-
-    def __init__(self) -> None:
-        self.last = ""
-
-    def feed(self, chunk: str) -> str:
-        out = escape_md(chunk)
-        if self.last == "!" and chunk.startswith("["):
-            out = "\\" + out
-        if chunk:
-            self.last = chunk[-1]
-        return out
-
-
 @dataclass
 class _Segment:
     """A streaming stretch of one kind (thinking or text) inside a turn."""
@@ -72,7 +57,7 @@ class _Segment:
     turn: int | None
     start: float | None
     message: ChatMessage | None = None
-    escaper: _Escaper = field(default_factory=_Escaper)
+    escaper: StreamEscaper = field(default_factory=StreamEscaper)
 
 
 @dataclass
@@ -168,6 +153,8 @@ class ChatBuilder:
 
     def _close_segment(self, event: Event) -> None:
         seg, self._segment = self._segment, None
+        if seg is not None and seg.message is not None:
+            seg.message.content += seg.escaper.flush()  # type: ignore[operator]
         if seg is None or seg.message is None or seg.kind != "thinking":
             return
         seg.message.metadata["status"] = "done"

@@ -50,12 +50,16 @@ class Settings:
     # Rollouts one visitor may save in any hour, Run and Play together (0: no cap). Every rollout is public; a
     # person playing or watching saves a few an hour, a script 178 in 22 s before this cap.
     max_rollouts_per_hour: int = 30
-    arena_url: str | None = None  # the public address (rollouts.links.public_base: ARENA_URL, the Space's host)
+    # The public address links are built on (rollouts.links.public_base: ARENA_URL, the Space's host, else where
+    # the app listens); None: none is known, and links name the address each visitor used.
+    arena_url: str | None = None
     # Arena votes one visitor may cast in any hour (0: no cap), one per match at most whatever this says.
     max_votes_per_hour: int = 60
 
     @classmethod
-    def from_env(cls) -> Settings:
+    def from_env(cls, listen: tuple[str, int] | None = None) -> Settings:
+        """The settings from the environment; `listen`: where the app listens, its public address when nothing
+        else names one (rollouts.links.public_base)."""
         space_id = os.environ.get("SPACE_ID") or None
         return cls(
             env_url=os.environ.get("BERTH_ENV_URL") or None,
@@ -73,7 +77,7 @@ class Settings:
             allowed_servers=os.environ.get("ALLOWED_SERVERS", ""),
             custom_servers=_flag(os.environ.get("CUSTOM_SERVERS")),
             max_rollouts_per_hour=int(os.environ.get("ARENA_MAX_ROLLOUTS_PER_HOUR", "30")),
-            arena_url=public_base(),
+            arena_url=public_base(listen=listen),
             max_votes_per_hour=int(os.environ.get("ARENA_MAX_VOTES_PER_HOUR", "60")),
         )
 

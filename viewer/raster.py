@@ -4,8 +4,10 @@ the bundled Liberation Sans (viewer/fonts/, SIL OFL 1.1) and no system font, so 
 resvg holds the GIL for the whole of a render (about 120 ms for a share card), and a server's event loop and
 Gradio's workers would wait that long for it, render after render, under a flood of share-image requests. So the
 server rasterises in a helper process of its own (`Rasteriser`): one render at a time, over a pipe, at a lower
-scheduling priority than the server, restarted if it dies, and in this process only when the helper cannot start. The helper runs this module (`python -m viewer.raster`)
-and imports nothing else of the project, so it starts in a blink and holds a few megabytes.
+scheduling priority than the server. A helper that dies is started afresh for the next picture, however often that
+happens; a picture is drawn in this process only when its own helper died twice while drawing it, or no helper
+could start (then another start is tried `START_AGAIN_S` later). The helper runs this module (`python -m
+viewer.raster`) and imports nothing else of the project, so it starts in a blink and holds a few megabytes.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ log = logging.getLogger(__name__)
 FONT_DIR = Path(__file__).with_name("fonts")
 FONT_FILES = [str(FONT_DIR / "LiberationSans-Regular.ttf"), str(FONT_DIR / "LiberationSans-Bold.ttf")]
 RENDER_TIMEOUT_S = 30.0
+START_AGAIN_S = 30.0   # after a helper could not start at all: each picture meanwhile is drawn here
+HELPER = [sys.executable, "-m", "viewer.raster"]
 _ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -43,26 +47,36 @@ class RasterError(RuntimeError):
 class Rasteriser:
     """SVG to PNG in a helper process, one render at a time (a lock); thread-safe."""
 
-    def __init__(self, timeout_s: float = RENDER_TIMEOUT_S) -> None:
+    def __init__(self, timeout_s: float = RENDER_TIMEOUT_S, command: list[str] | None = None) -> None:
         self.timeout_s = timeout_s
+        self.command = command or HELPER
         self._process: subprocess.Popen | None = None
         self._lock = threading.Lock()
-        self.in_process = False  # the helper could not start: draw here
+        self._start_again_at = 0.0  # after a helper could not start: until then, pictures are drawn here
+
+    @property
+    def in_process(self) -> bool:
+        """Whether pictures are drawn in this process for now (no helper could start a moment ago)."""
+        return time.monotonic() < self._start_again_at
 
     def png(self, svg: str) -> bytes:
         with self._lock:
-            if self.in_process:
-                return svg_png(svg)
-            for attempt in (1, 2):  # a helper that died since the last render is started again, once
+            for attempt in (1, 2):  # a helper that died since the last render, or during this one, is started again
+                if self.in_process:
+                    return svg_png(svg)
                 try:
-                    return self._exchange(self._helper(), svg.encode("utf-8"))
+                    helper = self._helper()
+                except OSError as exc:
+                    log.warning("the raster helper could not start (%s); drawing in this process for now", exc)
+                    self._start_again_at = time.monotonic() + START_AGAIN_S
+                    continue
+                try:
+                    return self._exchange(helper, svg.encode("utf-8"))
                 except (OSError, EOFError) as exc:
                     self._stop()
-                    if attempt == 2:
-                        log.warning("the raster helper failed twice (%s); drawing in this process", exc)
-                        self.in_process = True
-                        return svg_png(svg)
-        raise AssertionError("unreachable")
+                    if attempt == 2:  # this picture only: the next one starts a new helper
+                        log.warning("the raster helper died twice drawing one picture (%s); drawn here", exc)
+            return svg_png(svg)
 
     def close(self) -> None:
         with self._lock:
@@ -70,7 +84,7 @@ class Rasteriser:
 
     def _helper(self) -> subprocess.Popen:
         if self._process is None or self._process.poll() is not None:
-            self._process = subprocess.Popen([sys.executable, "-m", "viewer.raster"], cwd=_ROOT,
+            self._process = subprocess.Popen(self.command, cwd=_ROOT,
                                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         return self._process
 

@@ -31,6 +31,9 @@ from viewer.summary import grade_panel, grade_words, usage_summary
 
 ARENA = "Berth-planning agent arena"
 MESSAGE_CHARS = 60_000     # one transcript message at most (the raw JSON has the whole record)
+# The whole transcript at most: past it, a record's page is shortened and points to its raw JSON. A 24 MB record
+# rendered whole was an 8 MB page (kept in memory, and sent to every crawler); a page of this size reads fine.
+TRANSCRIPT_CHARS = 400_000
 DESCRIPTION_CHARS = 300
 ATTRIBUTION = "Task data: Port de Barcelona open data portal, CC BY-SA 4.0."
 
@@ -80,7 +83,7 @@ def rollout_page(record: Mapping[str, Any], row: Mapping[str, Any], task: Mappin
     body = (_top(links, "Open in the arena")
             + _header(view, task, _facts(view, task))
             + f'<main class="layout"><div class="picture">{chart}{optimum}</div>{grade}</main>'
-            + transcript_html(record_messages(record, task))
+            + transcript_html(record_messages(record, task), raw=links.raw)
             + _footer(view, row))
     return _document(head, body)
 
@@ -196,9 +199,13 @@ def missing_page(home: str) -> str:
 
 # -- the transcript ----------------------------------------------------------------------------------------------
 
-def transcript_html(messages: Sequence[Any]) -> str:
+def transcript_html(messages: Sequence[Any], *, raw: str | None = None,
+                    budget: int = TRANSCRIPT_CHARS) -> str:
     """The app's chat messages (gr.ChatMessage: Markdown content, metadata with title, id and parent_id) as HTML:
-    a message with a title is folded under it, its children (a tool call's result, a result's raw JSON) inside."""
+    a message with a title is folded under it, its children (a tool call's result, a result's raw JSON) inside.
+
+    At most `budget` characters of messages are shown: the rest of a longer transcript is left out, and a note
+    says how much and links to `raw`, the whole record as JSON."""
     children: dict[str, list[Any]] = {}
     known = {str(_meta(m).get("id")) for m in messages if _meta(m).get("id")}
     roots = []
@@ -208,11 +215,13 @@ def transcript_html(messages: Sequence[Any]) -> str:
             children.setdefault(parent, []).append(message)
         else:
             roots.append(message)
+    left = [budget]
 
     def render(message: Any) -> str:
         meta = _meta(message)
         role = "user" if getattr(message, "role", "") == "user" else "assistant"
-        content = shorten(str(getattr(message, "content", "") or ""), MESSAGE_CHARS)
+        content = shorten(str(getattr(message, "content", "") or ""), max(0, min(MESSAGE_CHARS, left[0])))
+        left[0] -= len(content)
         inner = markdown_html(content, demote=3) + "".join(render(c) for c in children.get(str(meta.get("id")), []))
         if not meta.get("title"):
             return f'<div class="msg {role}" dir="auto">{inner}</div>'
@@ -221,8 +230,24 @@ def transcript_html(messages: Sequence[Any]) -> str:
         return (f'<details class="msg {role}"><summary>{markdown_html(str(meta["title"]), inline=True)}{aside}'
                 f'</summary><div class="body" dir="auto">{inner}</div></details>')
 
+    shown = []
+    for message in roots:
+        if left[0] <= 0:
+            break
+        shown.append(render(message))
     return ('<section class="transcript"><h2>Transcript</h2><p class="hint">Thinking, tool calls and their results '
-            f'are folded: open one to read it.</p>{"".join(render(m) for m in roots)}</section>')
+            f'are folded: open one to read it.</p>{"".join(shown)}{_shortened(len(roots) - len(shown), raw)}'
+            "</section>")
+
+
+def _shortened(left_out: int, raw: str | None) -> str:
+    """The note at the foot of a shortened transcript."""
+    if not left_out:
+        return ""
+    whole = f'<a href="{html.escape(raw)}">the raw JSON</a>' if raw else "the record"
+    more = "1 more message is" if left_out == 1 else f"{left_out:,} more messages are"
+    return (f'<p class="note shortened">This transcript is too long to show whole: {more} left out here. '
+            f"Read every one in {whole}.</p>")
 
 
 def _meta(message: Any) -> dict:

@@ -13,7 +13,7 @@ import time
 import pytest
 
 import testkit.servers
-from agent.task_api import TaskAPI, TaskAPIError, valid_task_id
+from agent.task_api import TaskAPI, TaskAPIError, TaskTooLarge, valid_task_id
 from agent.tasks import CatalogError, remote_catalog, task_for
 from berth_env import load_pack
 from testkit.servers import berth_server, free_port
@@ -182,3 +182,22 @@ def test_a_task_too_large_to_draw_or_grade_is_refused_by_name(hostile):
     url, _ = hostile
     with TaskAPI(url) as api, pytest.raises(TaskAPIError, match="too large: 10,240 ships"):
         api.task("huge-0")  # a task the chart and the grader would take seconds on
+
+
+def test_a_task_too_large_is_said_to_be_too_large_not_missing(hostile):
+    """Issue 27, low: a task the server has but that is too large (its answer over the bound, or too many ships)
+    is named as too large by the lookup and by Run's form, never "not one this server offers"."""
+    from types import SimpleNamespace
+
+    from viewer.run.stream import FormError, check_request
+
+    url, _ = hostile
+    with pytest.raises(TaskTooLarge, match="too large: 10,240 ships"):
+        task_for("huge-0", url)
+    with TaskAPI(url, max_bytes=100_000) as api, pytest.raises(TaskTooLarge, match="the server's answer is too large"):
+        api.task("huge-0")  # the answer is 0.12 MB, declared in its Content-Length
+    ctx = SimpleNamespace(server_url=lambda choice, custom: custom, task_for=task_for)
+    with pytest.raises(FormError) as refused:
+        check_request(ctx, {"model": "baseline:greedy"}, "huge-0", 12, 24000, "custom", url, {})
+    assert str(refused.value).startswith("Task 'huge-0' is too large: 10,240 ships")
+    assert refused.value.field == "task" and "not one this server offers" not in str(refused.value)

@@ -18,7 +18,8 @@ from tests.browser.run_page import episode_of, open_form, pick
 pytestmark = pytest.mark.browser
 
 XSS_TEXT = ('Here is my plan <img src=x onerror="window.__xss = 1"> and '
-            '<script>window.__xss = 2</script> <b onmouseover="window.__xss = 3">bold</b>')
+            '<script>window.__xss = 2</script> <b onmouseover="window.__xss = 3">bold</b>; '
+            "more at https://evil.example/plan, www.evil.example or [my notes](https://evil.example/notes)")
 
 
 def test_a_model_streams_live_its_html_stays_text_and_its_tokens_are_counted(arena, new_page, monkeypatch):
@@ -56,6 +57,9 @@ def test_a_model_streams_live_its_html_stays_text_and_its_tokens_are_counted(are
     chat.get_by_text("bold", exact=False).first.hover()
     assert page.evaluate("window.__xss") is None and not dialogs
     assert chat.locator("img[src='x']").count() == 0 and chat.locator("script").count() == 0
+    # Its links are text (issue 27): the Chatbot's Markdown would link each of them.
+    expect(chat).to_contain_text("more at https://evil.example/plan, www.evil.example or [my notes](https://evil")
+    assert chat.locator("a[href*='evil.example']").count() == 0
     expect(page.locator("#status")).to_contain_text(re.compile(r"\d[\d,]* in / \d[\d,]* out tokens"))
     page.screenshot(path=str(ARTIFACTS / "run-tab-untrusted-text.png"), full_page=True)
 

@@ -11,6 +11,7 @@ from gradio import ChatMessage
 from agent import events as ev
 from berth_env import evaluate, grade, load_pack
 from viewer.chat import ChatBuilder, chat_messages, format_arguments
+from viewer.markdown import markdown_html
 from viewer.replay import record_events, record_messages
 
 TASK_ID = "dock-24B-w06x1-busy-0"
@@ -321,7 +322,7 @@ def test_escaping_holds_across_chunk_boundaries() -> None:
     for chunk in chunks:
         builder.add(ev.text_delta(1, chunk))
     (message,) = builder.messages
-    assert message.content == "look !\\[x](http://e/p.png) &lt;img src=x onerror=alert(1)&gt;"
+    assert message.content == "look !\\[x]\\(http:\\//e/p.png) &lt;img src=x onerror=alert(1)&gt;"
 
 
 def test_huge_plans_are_cut_with_the_ship_count() -> None:
@@ -386,3 +387,32 @@ def test_record_with_bad_arguments_errors_and_stop() -> None:
     (err,) = _by_title(messages, "❌ Provider error")
     assert "<b>" not in _outside_fences(err.content)
     assert messages[-1].content.startswith("🏁 **Episode ended: stopped**")
+
+
+HOSTILE_LINKS = ("Read https://evil.example/a and www.evil.example, mail me@evil.example, [click](https://evil.example) "
+                 "or [here][1].\n\n[1]: https://evil.example/ref\n\nYours is [the board](https://team-arena.hf.space/"
+                 "?tab=browse), https://team-arena.hf.space/r/abc and [this page](/r/abc); not "
+                 "https://team-arena.hf.space.evil.example/ nor [that](//evil.example).")
+LINK_MAKERS = ("https://evil", "www.evil", "e@evil", "](https://evil", "]: https", "](//evil",
+               "https://team-arena.hf.space.evil")
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 10_000])
+def test_links_in_model_text_show_as_text_unless_they_point_at_the_arena(chunk, monkeypatch) -> None:
+    """Issue 27, low: a model's links (bare, `www.`, e-mail, inline, reference) are text in the Chatbot's Markdown
+    (which links bare addresses) and on the share page; the arena's own stay links, however the text streamed."""
+    monkeypatch.setenv("SPACE_HOST", "team-arena.hf.space")
+    builder = ChatBuilder()
+    for at in range(0, len(HOSTILE_LINKS), chunk):
+        builder.add(ev.text_delta(1, HOSTILE_LINKS[at:at + chunk]))
+    builder.add(ev.turn_started(2, None))  # the text ends
+    (message,) = builder.messages
+    markdown = message.content
+    for maker in LINK_MAKERS:  # the Chatbot's GFM makes a link of each of these as written
+        assert maker not in markdown, maker
+    page = markdown_html(markdown)
+    assert re.findall(r'<a href="([^"]*)"', page) == ["https://team-arena.hf.space/?tab=browse", "/r/abc"]
+    text = re.sub(r"<[^>]+>", "", page).replace("&amp;", "&")
+    for words in ("https://evil.example/a", "www.evil.example", "me@evil.example", "[click](https://evil.example)",
+                  "[1]: https://evil.example/ref", "https://team-arena.hf.space/r/abc", "[that](//evil.example)"):
+        assert words in text, words  # read as written

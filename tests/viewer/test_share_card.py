@@ -1,15 +1,20 @@
 """The share image: a 1200 x 630 PNG of the final berth chart with the model, the task, the reward and the cost,
-drawn in this process from the chart's SVG with the bundled font; hostile facts stay text."""
+drawn in this process from the chart's SVG with the bundled font; hostile facts stay text; the raster helper
+process the server draws in, started again whenever it dies."""
 
 from __future__ import annotations
 
 import io
+import os
+import signal
+import sys
 import xml.etree.ElementTree as ET
 
 import pytest
 
 from berth_env import load_pack
 from viewer.chart_scene import SHIP_FILL, VIOLATION_LINE
+from viewer.raster import HELPER, Rasteriser, svg_png
 from viewer.share_card import CARD_H, CARD_W, FONT_DIR, share_png, share_svg
 
 LARGEST = "dock-36A-w35x3-extreme-0"
@@ -97,3 +102,39 @@ def test_a_task_the_space_lacks_still_gets_a_card() -> None:
 def test_the_font_is_bundled_with_its_licence() -> None:
     assert {p.name for p in FONT_DIR.glob("*.ttf")} == {"LiberationSans-Regular.ttf", "LiberationSans-Bold.ttf"}
     assert "SIL OPEN FONT LICENSE Version 1.1" in (FONT_DIR / "LICENSE").read_text()
+
+
+def test_the_raster_helper_is_started_again_however_often_it_dies() -> None:
+    """Issue 27.5: a helper killed twice within one picture costs that picture only (drawn here); every later one
+    is drawn by a new helper again, however many times helpers die."""
+    svg = share_svg(None, None, model="m", task_id="dock-99Z-w01x1-busy-0", reward=0.5)
+    expected = svg_png(svg)
+    dies_on_first_svg = [sys.executable, "-c", "import sys; sys.stdin.buffer.read(8); sys.exit(9)"]
+    raster = Rasteriser(timeout_s=20, command=dies_on_first_svg)
+    try:
+        assert raster.png(svg) == expected  # both helpers died on it: drawn in this process, this once
+        assert not raster.in_process
+        raster.command = HELPER
+        helpers = set()
+        for _ in range(4):  # kill -9 after every picture: the next one starts a new helper
+            assert raster.png(svg) == expected
+            helper = raster._process
+            assert helper is not None and helper.poll() is None and not raster.in_process
+            helpers.add(helper.pid)
+            os.kill(helper.pid, signal.SIGKILL)
+            helper.wait(timeout=10)
+        assert len(helpers) == 4
+        assert raster.png(svg) == expected and raster._process.poll() is None
+    finally:
+        raster.close()
+
+
+def test_a_helper_that_cannot_start_is_tried_again_later(tmp_path) -> None:
+    svg = share_svg(None, None, model="m", task_id="dock-99Z-w01x1-busy-0")
+    raster = Rasteriser(command=[str(tmp_path / "no-such-program")])
+    try:
+        assert raster.png(svg) == svg_png(svg) and raster.in_process and raster._process is None
+        raster.command, raster._start_again_at = HELPER, 0.0  # START_AGAIN_S later
+        assert raster.png(svg) == svg_png(svg) and not raster.in_process and raster._process is not None
+    finally:
+        raster.close()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import re
+import time
 from html.parser import HTMLParser
 
 import httpx
@@ -20,6 +21,8 @@ from testkit.app import launched_app
 from testkit.records import make_record, make_records
 from viewer.chart_scene import SHIP_FILL
 from viewer.run.stream import episode_markdown
+from viewer.share_page import TRANSCRIPT_CHARS
+from viewer.share_routes import _Lru
 
 Image = pytest.importorskip("PIL.Image")  # Pillow comes with gradio; it only reads the PNG back here
 
@@ -88,10 +91,19 @@ def hostile_record() -> dict:
     return record
 
 
+def huge_record() -> dict:
+    """A 24 MB record: 400 turns of 60,000 characters of thinking each (issue 27.5)."""
+    record = make_record(seed=9, task_id=TASK, end_reason="submitted", episode_id="hugerecord01")
+    record["messages"] += [{"role": "assistant", "stop": "end_turn", "tool_calls": [],
+                            "reasoning": f"turn {n} " + "ponder " * 8_570, "content": f"answer {n}"}
+                           for n in range(400)]
+    return record
+
+
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     finished, hostile = feasible_record(), hostile_record()
-    others = make_records(4, seed=41)
+    others = [*make_records(4, seed=41), huge_record()]
     with launched_app(tmp_path_factory.mktemp("share"), records=[finished, hostile, *others]) as app:
         # A baseline that waits two minutes before each step: it stays running while the tests read its page.
         run = app.ctx.registry.start("baseline:hasty", TASK, owner=OWNER, baseline_pace_s=120.0)
@@ -221,7 +233,8 @@ def test_the_apps_share_links_are_these_pages_built_on_the_public_host(world):
     run = EpisodeRun(record["episode_id"], record["model"], TASK, OWNER)
     run.saved = True
     run.finish(record)
-    assert f"[share link](http://host:1/r/{record['episode_id']})" in episode_markdown(app.ctx, run, _request())
+    # Built on the address the app listens on, whatever address the visitor's request named.
+    assert f"[share link]({app.url}r/{record['episode_id']})" in episode_markdown(app.ctx, run, _request())
     on_space = dataclasses.replace(app.ctx, settings=dataclasses.replace(app.ctx.settings, space_id="Team/Berth_Arena.v2",
                                                                         arena_url=None))
     assert on_space.rollout_link("abc") == "https://team-berth-arena-v2.hf.space/r/abc"
@@ -233,6 +246,92 @@ def test_the_apps_share_links_are_these_pages_built_on_the_public_host(world):
         "https://arena.example.org"
     assert public_base({"SPACE_ID": "Team/Berth_Arena.v2"}) == "https://team-berth-arena-v2.hf.space"
     assert public_base({}) is None
+    # Else where the app listens, unless that is every interface: no address a visitor could use.
+    assert public_base({}, listen=("127.0.0.1", 7860)) == "http://127.0.0.1:7860"
+    assert public_base({}, listen=("::1", 8000)) == "http://[::1]:8000"
+    assert public_base({}, listen=("0.0.0.0", 7860)) is None and public_base({}, listen=("::", 7860)) is None
+    assert public_base({"ARENA_URL": "https://arena.example.org"}, listen=("127.0.0.1", 1)) == \
+        "https://arena.example.org"
+
+
+def _hrefs(page: Page) -> list[str]:
+    return [a.get("href") or a.get("content") or "" for tag, a in page.tags
+            if tag in ("a", "link") or (tag == "meta" and a.get("property") in ("og:url", "og:image"))]
+
+
+def test_links_are_built_on_the_public_address_never_on_the_requests_host(world):
+    """Issue 27, low: `Host: evil.example` names no link of the page, and every host gets the same page and ETag."""
+    app, record, _, _ = world
+    episode_id = record["episode_id"]
+    plain = get(app, f"r/{episode_id}")
+    forged = get(app, f"r/{episode_id}", Host="evil.example")
+    assert forged.status_code == 200 and "evil.example" not in forged.text
+    assert forged.content == plain.content and forged.headers["etag"] == plain.headers["etag"]
+    assert "vary" not in forged.headers  # one page for every host: a shared cache may keep it
+    page = Page(forged.text)
+    assert page.meta["og:url"] == page.meta["canonical"] == f"{app.url}r/{episode_id}"
+    links = _hrefs(page)
+    assert len(links) >= 5 and all(link.startswith(app.url) for link in links), links
+    missing = get(app, "r/nosuchrollout1", Host="evil.example")
+    assert missing.status_code == 404 and "evil.example" not in missing.text
+    # The share links the app's own pages hand out, too.
+    assert app.ctx.rollout_link(episode_id, "http://evil.example/") == f"{app.url}r/{episode_id}"
+
+
+def test_without_a_public_address_pages_name_the_visitors_host_and_say_vary(world, monkeypatch):
+    """An app listening on every interface knows no address: its links follow the visitor's, with `Vary: Host`."""
+    app, record, _, _ = world
+    monkeypatch.setattr(app.ctx.settings, "arena_url", None)
+    response = get(app, f"r/{record['episode_id']}", Host="arena.lan:7860")
+    assert response.headers["vary"] == "Host"
+    assert Page(response.text).meta["og:url"] == f"http://arena.lan:7860/r/{record['episode_id']}"
+    assert get(app, "r/nosuchrollout1", Host="arena.lan:7860").headers["vary"] == "Host"
+
+
+def test_a_huge_record_gets_a_shortened_page_that_links_its_raw_json(world):
+    """Issue 27.5: a 24 MB record's page is a few hundred KB: its transcript is cut, pointing to the whole record."""
+    app, _, _, _ = world
+    response = get(app, "r/hugerecord01")
+    assert response.status_code == 200
+    assert len(response.content) < 1.5 * TRANSCRIPT_CHARS, len(response.content)
+    page = Page(response.text)
+    assert "This transcript is too long to show whole" in page.text and "turn 0 ponder" in page.text
+    assert re.search(r"\d{3} more messages are left out here", page.text)
+    assert page.links["the raw JSON"] == page.links["Raw JSON"] == f"{app.url}r/hugerecord01.json"
+    raw = get(app, "r/hugerecord01.json")
+    assert len(raw.content) > 24_000_000 and raw.json()["messages"][-1]["content"] == "answer 399"
+
+
+def test_kept_pages_are_bounded_in_bytes_and_keyed_without_the_host(world):
+    """Issue 27.5: the page cache holds at most its bytes, and one copy of a page however many hosts ask."""
+    app, record, _, _ = world
+    pages = app.server.state.share_pages
+    for host in ("a.example", "b.example", "c.example", "d.example"):
+        assert get(app, f"r/{record['episode_id']}", Host=host).status_code == 200
+    kept = [key for key in pages.pages._items if key[0] == record["episode_id"] and "arena.lan" not in key[2]]
+    assert kept == [(record["episode_id"], "page", app.url.rstrip("/"))]  # (the test above asked as arena.lan)
+    lru = _Lru(64, max_bytes=1_000)
+    for n in range(10):
+        lru.put(n, b"x" * 300, 300)
+    lru.put("huge", b"x" * 2_000, 2_000)
+    assert lru.bytes <= 1_000 and list(lru._items) == [7, 8, 9] and lru.get("huge") is None
+
+
+def test_a_kept_page_is_answered_without_waiting_on_the_pace(world):
+    """Issue 27.5: under a flood the pace makes renders wait; a page already kept costs nothing and waits for none."""
+    app, record, _, _ = world
+    pages = app.server.state.share_pages
+    for path in (f"r/{record['episode_id']}", f"r/{record['episode_id']}.png"):
+        first = get(app, path)
+        pages.pace._free_at = time.monotonic() + 30  # the pace owes 30 s of rest, as after a flood of renders
+        try:
+            started = time.monotonic()
+            again = get(app, path)
+            assert time.monotonic() - started < 3 and again.content == first.content
+            assert get(app, path, **{"If-None-Match": first.headers["etag"]}).status_code == 304
+            assert time.monotonic() - started < 6
+        finally:
+            pages.pace._free_at = 0.0
 
 
 def _request():

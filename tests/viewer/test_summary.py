@@ -177,4 +177,5 @@ def test_a_failure_is_named_as_its_partys_without_the_exception_class() -> None:
 def test_code_block_fence_outgrows_the_text_and_escape_md_keeps_markdown() -> None:
     assert code_block("a ``` b ````` c") == "``````\na ``` b ````` c\n``````"
     assert code_block("plain", "json") == "```json\nplain\n```"
-    assert escape_md("| a | <b>x</b> & ![i](u)") == "| a | &lt;b&gt;x&lt;/b&gt; &amp; !\\[i](u)"
+    # (the link is shown as text too: issue 27, model output's links)
+    assert escape_md("| a | <b>x</b> & ![i](u)") == "| a | &lt;b&gt;x&lt;/b&gt; &amp; !\\[i]\\(u)"

@@ -18,7 +18,7 @@ import gradio as gr
 
 from agent.limits import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS
 from agent.netguard import NOT_ALLOWED
-from agent.task_api import valid_task_id
+from agent.task_api import TaskTooLarge, valid_task_id
 from agent.tasks import CatalogError, embedded_catalog
 from agent.tasks import remote_catalog as read_remote_catalog
 from berth_env import check, parse_plan
@@ -152,7 +152,10 @@ def show_preview(section: RunSection, task_id: str, server_choice: str, url: str
     task_id = task_id.strip() if isinstance(task_id, str) else ""
     if not valid_task_id(task_id):  # a raw call may send anything: it is neither looked up nor echoed
         task_id = "?"
-    task = section.ctx.task_for(task_id, server_url) if task_id != "?" else None
+    try:
+        task = section.ctx.task_for(task_id, server_url) if task_id != "?" else None
+    except TaskTooLarge:  # Run says why when it is clicked (run.stream.check_request)
+        task = None
     filled = {section.preview_text: _brief(task, task_id), section.preview_chart: preview_chart(task) if task else None}
     session = getattr(request, "session_hash", None)
     if session and section.ctx.registry.running_for(session):
@@ -238,7 +241,10 @@ def stop_run(section: RunSection, episode: dict | None, request: gr.Request) -> 
 def show_step(section: RunSection, index: float, steps: list[dict], episode: dict | None) -> dict:
     if not episode:
         return unchanged(section.panel.chart)
-    task = section.ctx.task_for(episode["task_id"], episode.get("server"))
+    try:
+        task = section.ctx.task_for(episode["task_id"], episode.get("server"))
+    except TaskTooLarge:
+        task = None
     return {section.panel.chart: draft(section.panel, task, steps, index)}
 
 

@@ -22,7 +22,7 @@ from agent.limits import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, InputTooLarge, c
 from agent.providers.registry import MissingKey, check_endpoint, parse_spec, provider_class, resolve_key
 from agent.runs import CapacityError, EpisodeRun, stop_token
 from agent.spec import SpecError
-from agent.task_api import valid_task_id
+from agent.task_api import TaskTooLarge, valid_task_id
 from agent.tasks import closest_tasks
 from rollouts.record_view import RecordView
 from viewer.chart import preview_chart
@@ -128,7 +128,11 @@ def check_request(ctx: AppContext, models: dict[str, Any], task_id: Any, turns: 
     except ValueError as exc:  # netguard.ServerRefused: a fixed text, never the server's own words
         text = str(exc).rstrip(".")
         raise FormError("server", f"{text[:1].upper()}{text[1:]}.") from None
-    task = ctx.task_for(task_id, server_url)
+    try:
+        task = ctx.task_for(task_id, server_url)
+    except TaskTooLarge as exc:  # the server has it, but it is too large to play here
+        text = str(exc)
+        raise FormError("task", f"{text[:1].upper()}{text[1:]}.") from None
     if task is None:
         near = "" if server_url else f" The closest it offers: {', '.join(closest_tasks(task_id))}."
         raise FormError("task", f"Task {excerpt(task_id)} is not one this server offers.{near} Pick one from the "
