@@ -18,6 +18,7 @@ from typing import Any
 
 import gradio as gr
 
+from agent.budget import BudgetExceeded, on_space_keys
 from agent.limits import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, InputTooLarge, check_input
 from agent.providers.registry import MissingKey, check_endpoint, parse_spec, provider_class, resolve_key
 from agent.runs import CapacityError, EpisodeRun, stop_token
@@ -130,13 +131,46 @@ def check_request(ctx: AppContext, models: dict[str, Any], task_id: Any, turns: 
     task = ctx.task_for(task_id, server_url)
     if task is None:
         raise FormError("task", f"Task {excerpt(task_id)} is not one this server offers.")
+    max_turns, max_tokens = _checked_limits(ctx, specs, keys, turns, tokens)
+    return Checked(specs, task_id, task, server_url, {k: v for k, v in keys.items() if v}, max_turns, max_tokens)
+
+
+def _checked_limits(ctx: AppContext, specs: list[str], keys: dict[str, str], turns: Any,
+                    tokens: Any) -> tuple[int, int]:
+    """Max turns and tokens a turn: within the loop's range, and on the Space's keys within the Space's bounds
+    (agent.budget; left out, they are the defaults as far as those bounds allow)."""
+    budget = ctx.registry.budget
+    spending = budget is not None and any(on_space_keys(model, keys) for model in specs)
+    default_turns, default_tokens = budget.defaults() if spending else (DEFAULT_MAX_TURNS, DEFAULT_MAX_TOKENS)
     try:
-        max_turns, max_tokens = int(turns or DEFAULT_MAX_TURNS), int(tokens or DEFAULT_MAX_TOKENS)
+        max_turns, max_tokens = int(turns or default_turns), int(tokens or default_tokens)
         if not 1 <= max_turns <= 60 or not 256 <= max_tokens <= 200000:
             raise ValueError
     except (TypeError, ValueError):
         raise FormError("limits", "Max turns must be 1-60 and max tokens 256-200000.") from None
-    return Checked(specs, task_id, task, server_url, {k: v for k, v in keys.items() if v}, max_turns, max_tokens)
+    if spending:
+        try:
+            budget.check_bounds(max_turns, max_tokens)
+        except BudgetExceeded as exc:
+            raise FormError("limits", str(exc)) from None
+    return max_turns, max_tokens
+
+
+def budget_notice(ctx: AppContext, models: list[Any], turns: Any, tokens: Any, keys: dict[str, Any],
+                  visitor: str) -> str | None:
+    """What these models may spend of the Space's budget and what is left today (agent.budget), for the form
+    before the run starts; None when none of them plays on the Space's keys. Never raises."""
+    budget = ctx.registry.budget
+    if budget is None:
+        return None
+    keys = {k: v.strip() for k, v in (keys or {}).items() if isinstance(v, str) and v.strip()}
+    models = [m.strip() for m in models if isinstance(m, str) and m.strip()]
+    try:
+        default_turns, default_tokens = budget.defaults()
+        limits = {"max_turns": int(turns or default_turns), "max_tokens": int(tokens or default_tokens)}
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return budget.notice(visitor, [(model, {**limits, "keys": keys}) for model in models])
 
 
 def _checked_spec(field: str, model: Any, keys: dict[str, str]) -> str:
