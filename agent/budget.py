@@ -242,25 +242,27 @@ def _rest(cap: float, spent: float) -> Any:
 
 
 def _over(left: Left, tokens: int, usd: float) -> str | None:
-    """Why a run of this worst case cannot start now, or None."""
+    """Why a run of this worst case cannot start now, naming the budget it does not fit, or None."""
     own = " Paste your own API key to run it on your account."
-    if (left.space_tokens is not None and tokens > left.space_tokens) or \
-            (left.space_usd is not None and usd > left.space_usd):
-        return (f"The Space's budget for today is spent: this may use up to {_cost(tokens, usd)} and "
-                f"{_cost(left.space_tokens, left.space_usd)} is left until 00:00 UTC.{own}")
-    if (left.visitor_tokens is not None and tokens > left.visitor_tokens) or \
-            (left.visitor_usd is not None and usd > left.visitor_usd):
-        return (f"Your share of the Space's budget for this hour is spent: this may use up to {_cost(tokens, usd)} "
-                f"and you have {_cost(left.visitor_tokens, left.visitor_usd)} left (every tab and API client of one "
-                f"address or account together; it frees up as your runs of the last hour age).{own}")
+    space = _short(left.space_tokens, left.space_usd, tokens, usd)
+    if space:
+        return f"The Space's budget for today is spent: this may use up to {space} left until 00:00 UTC.{own}"
+    mine = _short(left.visitor_tokens, left.visitor_usd, tokens, usd)
+    if mine:
+        return (f"Your share of the Space's budget for this hour is spent: this may use up to {mine} left for you "
+                "(every tab and API client of one address or account together; it frees up as your runs of the "
+                f"last hour age).{own}")
     return None
 
 
-def _cost(tokens: int | None, usd: float | None) -> str:
-    parts = ([f"${usd:,.2f}"] if usd is not None else []) + ([f"{_tokens(tokens)} tokens"] if tokens is not None
-                                                              else [])
-    return " / ".join(parts) or "no cap"
+def _short(tokens_left: int | None, usd_left: float | None, tokens: int, usd: float) -> str | None:
+    """"$x and $y is" for the first cap the run does not fit (dollars, then tokens), or None when both fit."""
+    if usd_left is not None and usd > usd_left:
+        return f"${usd:,.2f} and ${usd_left:,.2f} is"
+    if tokens_left is not None and tokens > tokens_left:
+        return f"{_tokens(tokens)} tokens and {_tokens(tokens_left)} are"
+    return None
 
 
 def _tokens(count: int) -> str:
-    return f"{count / 1e6:.1f}M" if count >= 1_000_000 else f"{count:,}"
+    return f"{count:,}"
