@@ -17,6 +17,7 @@ system text, the tools and the largest task) plus everything the turns before it
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections import deque
@@ -158,9 +159,23 @@ class SpendBudget:
             out.append(worst_case(model, max_turns, max_tokens))
         return out
 
-    def reserve(self, visitor: str, episodes: Sequence[tuple[str, dict[str, Any]]]) -> list[Hold | None]:
+    def dearest(self, models: Sequence[str], count: int = 2) -> list[str]:
+        """The `count` models of `models` whose runs at the default limits may cost the most (dollars, then
+        tokens; those off the Space's keys cost nothing): what a random pair drawn from `models` holds."""
+        def cost(model: str) -> tuple[float, int]:
+            charge = self.charge([(model, {})])[0] or (0, 0.0)
+            return charge[1], charge[0]
+
+        return sorted(dict.fromkeys(models), key=cost, reverse=True)[:count]
+
+    def reserve(self, visitor: str, episodes: Sequence[tuple[str, dict[str, Any]]], *,
+                hold_as: Sequence[str] | None = None) -> list[Hold | None]:
         """Hold each episode's worst case (None for one off the Space's keys), all or none: BudgetExceeded saying
-        which budget, and nothing held, when they do not all fit."""
+        which budget, and nothing held, when they do not all fit. `hold_as`: models whose worst cases are held in
+        place of the episodes' own, one each (a random pair holds its pool's dearest pair, so that neither the hold
+        nor what is left after it tells which models were drawn)."""
+        if hold_as is not None:
+            episodes = [(like, options) for like, (_, options) in zip(hold_as, episodes, strict=True)]
         charges = self.charge(episodes)
         tokens = sum(c[0] for c in charges if c)
         usd = sum(c[1] for c in charges if c)
@@ -169,7 +184,7 @@ class SpendBudget:
         with self._lock:
             now = self._clock()
             left = self._left(visitor, now)
-            problem = _over(left, tokens, usd)
+            problem = _over(left, self.limits, tokens, usd)
             if problem:
                 raise BudgetExceeded(problem)
             holds = [Hold(visitor, now, c[0], c[1]) if c else None for c in charges]
@@ -215,10 +230,11 @@ class SpendBudget:
         this = "This match" if len(episodes) > 1 else "This run"
         spend = f"${usd:,.2f} ({_tokens(tokens)} tokens)" if usd else f"{_tokens(tokens)} tokens"
         text = f"{this} plays on the Space's keys and may spend up to {spend} of the Space's budget"
-        if left.space_usd is not None or left.space_tokens is not None:
-            today = (f"${left.space_usd:,.2f}" if left.space_usd is not None
-                     else f"{_tokens(left.space_tokens or 0)} tokens")
-            text += f"; {today} left today"
+        lim = self.limits
+        if left.space_usd is not None:
+            text += f"; ${_coarse(left.space_usd, lim.space_usd_per_day):,.2f} left today"
+        elif left.space_tokens is not None:
+            text += f"; {_tokens(int(_coarse(left.space_tokens, lim.space_tokens_per_day)))} tokens left today"
         return text + " (what it does not use is given back when it ends)."
 
     def _left(self, visitor: str, now: float) -> Left:
@@ -241,13 +257,15 @@ def _rest(cap: float, spent: float) -> Any:
     return None if not cap else max(cap - spent, 0)
 
 
-def _over(left: Left, tokens: int, usd: float) -> str | None:
+def _over(left: Left, limits: BudgetLimits, tokens: int, usd: float) -> str | None:
     """Why a run of this worst case cannot start now, naming the budget it does not fit, or None."""
     own = " Paste your own API key to run it on your account."
-    space = _short(left.space_tokens, left.space_usd, tokens, usd)
+    space = _short(left.space_tokens, limits.space_tokens_per_day, left.space_usd, limits.space_usd_per_day, tokens,
+                   usd)
     if space:
         return f"The Space's budget for today is spent: this may use up to {space} left until 00:00 UTC.{own}"
-    mine = _short(left.visitor_tokens, left.visitor_usd, tokens, usd)
+    mine = _short(left.visitor_tokens, limits.visitor_tokens_per_hour, left.visitor_usd, limits.visitor_usd_per_hour,
+                  tokens, usd)
     if mine:
         return (f"Your share of the Space's budget for this hour is spent: this may use up to {mine} left for you "
                 "(every tab and API client of one address or account together; it frees up as your runs of the "
@@ -255,13 +273,21 @@ def _over(left: Left, tokens: int, usd: float) -> str | None:
     return None
 
 
-def _short(tokens_left: int | None, usd_left: float | None, tokens: int, usd: float) -> str | None:
+def _short(tokens_left: int | None, tokens_cap: int, usd_left: float | None, usd_cap: float, tokens: int,
+           usd: float) -> str | None:
     """"$x and $y is" for the first cap the run does not fit (dollars, then tokens), or None when both fit."""
     if usd_left is not None and usd > usd_left:
-        return f"${usd:,.2f} and ${usd_left:,.2f} is"
+        return f"${usd:,.2f} and ${_coarse(usd_left, usd_cap):,.2f} is"
     if tokens_left is not None and tokens > tokens_left:
-        return f"{_tokens(tokens)} tokens and {_tokens(tokens_left)} are"
+        return f"{_tokens(tokens)} tokens and {_tokens(int(_coarse(tokens_left, tokens_cap)))} are"
     return None
+
+
+def _coarse(left: float, cap: float) -> float:
+    """What is left as shown: rounded down to a hundredth of the cap. Exact figures would tell, to anyone watching
+    them, what a random pair spent, and so which models it drew; a hundredth of the cap tells little."""
+    step = cap / 100
+    return math.floor(left / step + 1e-9) * step if step else left
 
 
 def _tokens(count: int) -> str:

@@ -107,9 +107,10 @@ class RunRegistry:
         return self.start_group([(model, task_id, options)], owner=owner, visitor=visitor)[0]
 
     def start_group(self, episodes: list[tuple[str, str, dict[str, Any]]], *, owner: str,
-                    visitor: str | None = None) -> list[EpisodeRun]:
+                    visitor: str | None = None, hold_as: list[str] | None = None) -> list[EpisodeRun]:
         """Start several episodes (model, task id, options) at once, all or none: they count together against
-        the caps and the visitor's rollouts per hour (an arena match is two runs), so a refusal starts nothing."""
+        the caps and the visitor's rollouts per hour (an arena match is two runs), so a refusal starts nothing.
+        `hold_as`: the models whose worst cases the spending budget holds for them (SpendBudget.reserve)."""
         visitor = visitor or owner
         count = len(episodes)
         with self._lock:
@@ -128,7 +129,7 @@ class RunRegistry:
                     self._quota.take(visitor, count=count)
                 except QuotaExceeded as exc:
                     raise CapacityError(str(exc)) from None
-            holds = self._reserve(visitor, episodes)
+            holds = self._reserve(visitor, episodes, hold_as)
             runs = [EpisodeRun(new_episode_id(), model, task_id, owner, visitor, hold=hold)
                     for (model, task_id, _), hold in zip(episodes, holds, strict=True)]
             for run in runs:
@@ -139,12 +140,14 @@ class RunRegistry:
                              daemon=True).start()
         return runs
 
-    def _reserve(self, visitor: str, episodes: list[tuple[str, str, dict[str, Any]]]) -> list[Hold | None]:
+    def _reserve(self, visitor: str, episodes: list[tuple[str, str, dict[str, Any]]],
+                 hold_as: list[str] | None) -> list[Hold | None]:
         """Each episode's worst case held on the Space's budget; a refusal gives the quota's slots back."""
         if self.budget is None:
             return [None] * len(episodes)
         try:
-            return self.budget.reserve(visitor, [(model, options) for model, _, options in episodes])
+            return self.budget.reserve(visitor, [(model, options) for model, _, options in episodes],
+                                       hold_as=hold_as)
         except BudgetExceeded as exc:
             if self._quota is not None:
                 self._quota.give_back(visitor, count=len(episodes))

@@ -5,6 +5,7 @@ real loop through the run registry, the real `openai` SDK against the local chat
 from __future__ import annotations
 
 import json
+import math
 import threading
 from datetime import UTC, datetime
 
@@ -179,9 +180,10 @@ def peer(monkeypatch, space_key):
 
 
 def test_a_run_on_the_spaces_key_holds_its_worst_case_and_settles_to_its_record(peer, env_url):
-    release = threading.Event()
+    asked, release = threading.Event(), threading.Event()
 
     def held_turn(request: dict) -> Turn:
+        asked.set()
         release.wait(30)
         return Turn(ToolCall("submit_plan", optimal_args()), usage=Usage(input_tokens=1200, output_tokens=80))
 
@@ -197,6 +199,7 @@ def test_a_run_on_the_spaces_key_holds_its_worst_case_and_settles_to_its_record(
     with pytest.raises(CapacityError, match="for this hour is spent"):
         registry.start(MODEL, TASK_ID, owner="page2", visitor="v", **options)
     # A visitor's own key is theirs to spend: it starts, and holds nothing.
+    assert asked.wait(30)  # the held run's turn is the peer's first answer
     peer.push(Turn(ToolCall("submit_plan", optimal_args()), usage=Usage(input_tokens=10, output_tokens=5)))
     own = registry.start(MODEL, TASK_ID, owner="page3", visitor="v", **{**options, "keys": {"hf": "hf_own"}})
     assert own.hold is None
@@ -208,3 +211,32 @@ def test_a_run_on_the_spaces_key_holds_its_worst_case_and_settles_to_its_record(
     assert budget.left("v").visitor_usd == pytest.approx(usd * 1.5 - run.hold.usd)
     json.dumps(saved)  # both rollouts saved as ever
     assert len(saved) == 2
+
+
+def test_a_random_pair_holds_its_pools_dearest_pair_whatever_is_drawn(space_key):
+    pool = ["baseline:greedy", MODEL, "hf:zai-org/GLM-5.3:together", "baseline:hasty"]
+    budget = SpendBudget(BudgetLimits(visitor_usd_per_hour=0, visitor_tokens_per_hour=0), clock=Clock())
+    dearest = budget.dearest(pool)
+    assert dearest == ["hf:zai-org/GLM-5.3:together", MODEL]
+    expected = [worst_case(model, 12, 24000) for model in dearest]
+    for drawn in (("baseline:greedy", "baseline:hasty"), (MODEL, "baseline:greedy"), tuple(dearest)):
+        holds = budget.reserve("v", [(model, {"keys": {}}) for model in drawn], hold_as=dearest)
+        assert [(h.tokens, pytest.approx(h.usd)) for h in holds] == expected
+        for hold in holds:  # a baseline's side settles to nothing, like any run's to its usage
+            budget.settle(hold, {"model": "baseline:greedy", "usage": {}})
+    assert budget.left("v").space_usd == pytest.approx(100.0)
+
+
+def test_what_is_left_is_shown_to_a_hundredth_of_the_cap(space_key):
+    budget = SpendBudget(BudgetLimits(space_usd_per_day=100.0), clock=Clock())
+    hold = budget.reserve("v", one())[0]
+    budget.settle(hold, {"model": MODEL, "usage": {"input_tokens": 400_000, "output_tokens": 20_000}})
+    assert 0.05 < hold.usd < 1 and budget.left("v").space_usd == pytest.approx(100 - hold.usd)
+    assert "; $99.00 left today" in budget.notice("w", one())  # not the exact $99.xx a random pair's cost would show
+    tight = SpendBudget(BudgetLimits(space_usd_per_day=1.0), clock=Clock())
+    spent = tight.reserve("v", one())[0]
+    tight.settle(spent, {"model": MODEL, "usage": {"input_tokens": 400_000, "output_tokens": 17_800}})
+    shown = math.floor((1 - spent.usd) * 100) / 100
+    assert shown != round(1 - spent.usd, 2)  # the exact figure would show otherwise
+    with pytest.raises(BudgetExceeded, match=rf"and \${shown:.2f} is left"):
+        tight.reserve("v", one(12, 24000))

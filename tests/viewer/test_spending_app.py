@@ -63,3 +63,27 @@ def test_a_spent_budget_refuses_the_run_and_the_random_pair_but_not_a_baseline(a
     # A baseline spends nothing of it.
     outcome = client.predict("baseline:greedy", TASK_ID, 12, 24000, "embedded", api_name="/run")
     assert outcome["end_reason"] == "submitted" and outcome["saved"] is True
+
+
+def test_a_random_pair_holds_the_pools_dearest_pair_so_the_budget_names_no_model(arena, space_key, budget):
+    from viewer.arena.match import random_pool
+
+    held: list = []
+
+    class Recording(SpendBudget):
+        def reserve(self, visitor, episodes, *, hold_as=None):
+            held.append(([model for model, _ in episodes], hold_as))
+            return super().reserve(visitor, episodes, hold_as=hold_as)
+
+    arena.ctx.registry.budget = recording = Recording(BudgetLimits())  # the fixture puts the app's own back
+    client = Client(arena.url, verbose=False)
+    started = client.predict("", "", TASK_ID, True, api_name="/arena_start")
+    client.predict(started["match_id"], started["stop_token"], api_name="/arena_stop")
+    assert arena.ctx.matches.get(started["match_id"]).concluded.wait(30)  # both sides over: the visitor's caps free
+    (drawn, hold_as), = held
+    pool = random_pool()
+    assert len(pool) > 4 and set(drawn) <= set(pool)  # the hf: suggestions join the baselines with HF_TOKEN set
+    assert hold_as == recording.dearest(pool) and all(model.startswith("hf:") for model in hold_as)
+    # A named match holds its own models.
+    client.predict("baseline:greedy", "baseline:hasty", TASK_ID, False, api_name="/arena_start")
+    assert held[-1] == (["baseline:greedy", "baseline:hasty"], None)

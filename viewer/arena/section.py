@@ -162,13 +162,12 @@ def pick_random(section: ArenaSection, random: bool) -> dict:
 def show_budget(section: ArenaSection, model_a: str, model_b: str, random: bool, anthropic_key: str,
                 openai_key: str, hf_key: str, vllm_key: str, request: gr.Request) -> dict:
     """The match's share of the Space's budget (viewer.run.stream.budget_notice): a random pair plays on the
-    Space's keys, and may be any two of its pool, so the note is for the pool's two dearest models."""
+    Space's keys and holds its pool's two dearest models (viewer.arena.match.begin_match), so the note is theirs."""
     keys = {"anthropic": anthropic_key, "openai": openai_key, "hf": hf_key, "vllm": vllm_key}
     models = [model_a, model_b]
-    if random is True:
-        keys, budget = {}, section.ctx.registry.budget
-        charge = (lambda m: budget.charge([(m, {})])[0] or (0, 0.0)) if budget else (lambda m: (0, 0.0))
-        models = sorted(random_pool(), key=lambda m: charge(m)[::-1], reverse=True)[:2]
+    budget = section.ctx.registry.budget
+    if random is True and budget is not None:
+        keys, models = {}, budget.dearest(random_pool())
     note = budget_notice(section.ctx, models, None, None, keys, visitor_of(request))
     return {section.budget_note: gr.Markdown(f"💳 {escape_md(note)}" if note else "", visible=bool(note))}
 
