@@ -1,7 +1,9 @@
 """Starting an episode from the Run form or the API, and turning its events into what the page or a script sees.
 
 `check_request` is every check a run request gets (one model, or an arena match's two on one task), raising
-`FormError` naming the field to fix; `start_episode` checks and starts one episode in the background (agent.runs).
+`FormError` naming the field to fix (on the Space's keys, within the spending budget's bounds: agent.budget);
+`budget_notice` says before a run what it may spend of that budget; `start_episode` checks and starts one episode in
+the background (agent.runs).
 `EpisodeFrames` follows an episode and builds its display, frame by frame, as dicts keyed by the components of one
 `EpisodeSlots` (the Run section's, or one side of an arena match); `page_frames` yields them for one episode;
 `api_updates` yields small JSON updates for `gradio_client`. Episodes run in their own workers, so a closed tab or
@@ -169,6 +171,8 @@ def budget_notice(ctx: AppContext, models: list[Any], turns: Any, tokens: Any, k
         default_turns, default_tokens = budget.defaults()
         limits = {"max_turns": int(turns or default_turns), "max_tokens": int(tokens or default_tokens)}
     except (TypeError, ValueError, OverflowError):
+        return None
+    if min(limits.values()) < 1:  # the run's own checks refuse it
         return None
     return budget.notice(visitor, [(model, {**limits, "keys": keys}) for model in models])
 
