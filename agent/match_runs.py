@@ -103,13 +103,13 @@ class MatchRegistry:
         self._lock = threading.Lock()
 
     def start(self, model_a: str, model_b: str, task_id: str, *, mode: str, owner: str, visitor: str | None = None,
-              **options: Any) -> LiveMatch:
+              hold_as: list[str] | None = None, **options: Any) -> LiveMatch:
         """Start both episodes on `task_id` (options as for RunRegistry.start, the same for both); CapacityError
-        when the caps refuse the pair, and then neither starts."""
+        when the caps refuse the pair, and then neither starts. `hold_as`: as for RunRegistry.start_group."""
         if mode not in MODES:
             raise ValueError(f"a match's mode is one of {', '.join(MODES)}, not {mode!r}")
         a, b = self.runs.start_group([(model_a, task_id, options), (model_b, task_id, options)], owner=owner,
-                                     visitor=visitor)
+                                     visitor=visitor, hold_as=hold_as)
         match = LiveMatch(new_episode_id(), mode, task_id, a, b, owner, visitor or owner)
         with self._lock:
             self._matches[match.match_id] = match

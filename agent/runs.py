@@ -9,7 +9,8 @@ Caps: `max_total` episodes at once, and `max_per_visitor` for one visitor (the c
 account, as the viewer names it: a new browser session or API client is still the same visitor). A start beyond
 either is refused at once with a CapacityError saying which; nothing waits for a free slot. With a SaveQuota
 (agent/quota.py, shared with the hand-played episodes) each start also counts toward the visitor's rollouts per
-hour, and is refused the same way past it.
+hour, and is refused the same way past it. With a SpendBudget (agent/budget.py) a start on the Space's keys
+holds its worst case there, refused the same way when it does not fit, and is settled to its usage when it ends.
 With a journal (rollouts.journal), a running episode's record is journalled from its start, so a crash of the
 process still leaves it, as `interrupted`, for the next start to save.
 """
@@ -26,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent.budget import BudgetExceeded, Hold, SpendBudget
 from agent.loop import stream_episode
 from agent.quota import QuotaExceeded, SaveQuota
 from rollouts.schema import new_episode_id
@@ -50,6 +52,7 @@ class EpisodeRun:
     events: list[dict] = field(default_factory=list)
     record: dict | None = None
     saved: Any = None  # what the store's save returned, or the error that kept it from saving
+    hold: Hold | None = None  # its share of the Space's spending budget (agent.budget), when on the Space's keys
     save_error: str | None = None
     stop_event: threading.Event = field(default_factory=threading.Event)
     _changed: threading.Condition = field(default_factory=threading.Condition)
@@ -85,8 +88,9 @@ class RunRegistry:
     """Starts episodes in worker threads, caps how many run at once, and keeps them findable by id."""
 
     def __init__(self, save: Callable[[dict], Any], *, max_total: int = 16, max_per_visitor: int = 2,
-                 journal: Any = None, quota: SaveQuota | None = None):
+                 journal: Any = None, quota: SaveQuota | None = None, budget: SpendBudget | None = None):
         self._save = save
+        self.budget = budget
         self.max_total, self.max_per_visitor = max_total, max_per_visitor
         self._quota = quota
         self._journal = journal  # rollouts.journal.RunningJournal, or None
@@ -100,9 +104,10 @@ class RunRegistry:
         return self.start_group([(model, task_id, options)], owner=owner, visitor=visitor)[0]
 
     def start_group(self, episodes: list[tuple[str, str, dict[str, Any]]], *, owner: str,
-                    visitor: str | None = None) -> list[EpisodeRun]:
+                    visitor: str | None = None, hold_as: list[str] | None = None) -> list[EpisodeRun]:
         """Start several episodes (model, task id, options) at once, all or none: they count together against
-        the caps and the visitor's rollouts per hour (an arena match is two runs), so a refusal starts nothing."""
+        the caps and the visitor's rollouts per hour (an arena match is two runs), so a refusal starts nothing.
+        `hold_as`: the models whose worst cases the spending budget holds for them (SpendBudget.reserve)."""
         visitor = visitor or owner
         count = len(episodes)
         with self._lock:
@@ -121,7 +126,9 @@ class RunRegistry:
                     self._quota.take(visitor, count=count)
                 except QuotaExceeded as exc:
                     raise CapacityError(str(exc)) from None
-            runs = [EpisodeRun(new_episode_id(), model, task_id, owner, visitor) for model, task_id, _ in episodes]
+            holds = self._reserve(visitor, episodes, hold_as)
+            runs = [EpisodeRun(new_episode_id(), model, task_id, owner, visitor, hold=hold)
+                    for (model, task_id, _), hold in zip(episodes, holds, strict=True)]
             for run in runs:
                 self._runs[run.episode_id] = run
             self._forget_old()
@@ -129,6 +136,19 @@ class RunRegistry:
             threading.Thread(target=self._play, args=(run, options), name=f"episode-{run.episode_id}",
                              daemon=True).start()
         return runs
+
+    def _reserve(self, visitor: str, episodes: list[tuple[str, str, dict[str, Any]]],
+                 hold_as: list[str] | None) -> list[Hold | None]:
+        """Each episode's worst case held on the Space's budget; a refusal gives the quota's slots back."""
+        if self.budget is None:
+            return [None] * len(episodes)
+        try:
+            return self.budget.reserve(visitor, [(model, options) for model, _, options in episodes],
+                                       hold_as=hold_as)
+        except BudgetExceeded as exc:
+            if self._quota is not None:
+                self._quota.give_back(visitor, count=len(episodes))
+            raise CapacityError(str(exc)) from None
 
     def running_for(self, owner: str) -> bool:
         """Whether `owner` (a page's session) has an episode still running."""
@@ -167,6 +187,8 @@ class RunRegistry:
         except Exception as exc:  # the loop records its own failures; this is a bug guard, never silent
             log.exception("the worker of episode %s failed", run.episode_id)
             run.save_error = f"the episode worker failed: {exc}"
+        if self.budget is not None:
+            self.budget.settle(run.hold, record)
         if record is not None:
             try:
                 run.saved = self._save(record)

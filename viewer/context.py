@@ -10,6 +10,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agent.budget import BudgetLimits, SpendBudget
 from agent.hand_play import PlayRegistry
 from agent.match_runs import MatchRegistry
 from agent.netguard import ServerPolicy
@@ -55,6 +56,8 @@ class Settings:
     arena_url: str | None = None
     # Arena votes one visitor may cast in any hour (0: no cap), one per match at most whatever this says.
     max_votes_per_hour: int = 60
+    # What runs on the Space's own keys may spend (agent/budget.py): ARENA_BUDGET_* and ARENA_SPACE_MAX_*.
+    budget: BudgetLimits = field(default_factory=BudgetLimits)
 
     @classmethod
     def from_env(cls, listen: tuple[str, int] | None = None) -> Settings:
@@ -79,6 +82,7 @@ class Settings:
             max_rollouts_per_hour=int(os.environ.get("ARENA_MAX_ROLLOUTS_PER_HOUR", "30")),
             arena_url=public_base(listen=listen),
             max_votes_per_hour=int(os.environ.get("ARENA_MAX_VOTES_PER_HOUR", "60")),
+            budget=budget_from_env(),
         )
 
     @property
@@ -124,7 +128,8 @@ class AppContext:
         threading.Thread(target=store.fill_index, name="index-fill", daemon=True).start()
         quota = SaveQuota(settings.max_rollouts_per_hour)  # one budget per visitor for Run and Play together
         registry = RunRegistry(store.save, max_total=settings.max_episodes,
-                               max_per_visitor=settings.max_episodes_per_visitor, journal=store.running, quota=quota)
+                               max_per_visitor=settings.max_episodes_per_visitor, journal=store.running, quota=quota,
+                               budget=SpendBudget(settings.budget))
         plays = PlayRegistry(store.save, env_url=settings.env_url, quota=quota)
         # Match rows go where the index goes, pushed with it (the store's pusher takes every changed match file).
         book = MatchBook(store.root, store.writer_id, on_write=store.notify)
@@ -180,6 +185,32 @@ class AppContext:
     def rollout_link(self, episode_id: str, base_url: str | None = None) -> str:
         """A rollout's share link: its own page, `/r/<episode_id>`, which unfurls where it is pasted."""
         return rollout_page(episode_id, self.link_base(base_url))
+
+
+BUDGET_ENV = {"visitor_tokens_per_hour": "ARENA_BUDGET_VISITOR_TOKENS_PER_HOUR",
+              "visitor_usd_per_hour": "ARENA_BUDGET_VISITOR_USD_PER_HOUR",
+              "space_tokens_per_day": "ARENA_BUDGET_SPACE_TOKENS_PER_DAY",
+              "space_usd_per_day": "ARENA_BUDGET_SPACE_USD_PER_DAY",
+              "max_turns": "ARENA_SPACE_MAX_TURNS", "max_tokens": "ARENA_SPACE_MAX_TOKENS"}
+
+
+def budget_from_env() -> BudgetLimits:
+    """The spending budget's caps from BUDGET_ENV, each left at its default when unset; a malformed or negative one
+    stops the start, naming it (a typo must not turn the budget off)."""
+    defaults, values = BudgetLimits(), {}
+    for name, variable in BUDGET_ENV.items():
+        text = os.environ.get(variable, "").strip()
+        if not text:
+            continue
+        kind = type(getattr(defaults, name))
+        try:
+            value = kind(text)
+            if not value >= 0 or value == float("inf"):
+                raise ValueError
+        except ValueError:
+            raise ValueError(f"{variable}={text!r} is not a number of zero or more") from None
+        values[name] = value
+    return BudgetLimits(**values)
 
 
 def _flag(value: str | None) -> bool | None:

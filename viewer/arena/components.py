@@ -46,6 +46,7 @@ class ArenaSection:
     task: gr.Dropdown  # the picker's task dropdown
     run_button: gr.Button
     stop_button: gr.Button
+    budget_note: gr.Markdown  # what a match on the Space's keys may spend of its budget, before it starts
     note: gr.Markdown  # why a match did not start, beside the form
     keys: gr.Accordion
     key_fields: dict[str, gr.Textbox]

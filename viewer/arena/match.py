@@ -51,19 +51,24 @@ def begin_match(ctx: AppContext, model_a: Any, model_b: Any, task_id: Any, rando
     is drawn here (typed models and keys are ignored: it plays on the Space's own keys). Blocking: call it from a
     worker thread."""
     random = random is True or (isinstance(random, str) and random.strip().lower() in ("true", "1", "yes"))
+    hold_as = None
     if random:
+        pool = random_pool()
         try:
-            model_a, model_b = draw_pair(random_pool())
+            model_a, model_b = draw_pair(pool)
         except ValueError as exc:
             raise FormError("model_a", str(exc)) from None
         keys = {}
+        # Whatever is drawn, the budget holds the pool's dearest pair: what it holds must not name the models.
+        budget = ctx.registry.budget
+        hold_as = budget.dearest(pool) if budget is not None else None
     checked = check_request(ctx, {"model_a": model_a, "model_b": model_b}, task_id, None, None, "embedded", "",
                             keys)
     if checked.models[0] == checked.models[1]:
         raise FormError("model_b", "Model B is model A again: pick another model, or a random pair.")
     try:
         return ctx.matches.start(*checked.models, checked.task_id, mode="random" if random else "named",
-                                 owner=owner, visitor=visitor, **checked.options(ctx))
+                                 owner=owner, visitor=visitor, hold_as=hold_as, **checked.options(ctx))
     except CapacityError as exc:
         raise FormError("capacity", str(exc)) from None
 

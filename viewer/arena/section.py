@@ -23,13 +23,13 @@ from agent.match_runs import SKIP, VoteRefused
 from rollouts.matches import VOTE_CHOICES
 from rollouts.schema import valid_episode_id
 from viewer.arena.components import ArenaSection, ArenaSide
-from viewer.arena.match import begin_match, match_frames, revealed_frame, stored_match_frame
+from viewer.arena.match import begin_match, match_frames, random_pool, revealed_frame, stored_match_frame
 from viewer.arena.view import RULE, VOTE_LABELS
 from viewer.context import AppContext
 from viewer.markdown import escape_md
 from viewer.models import MODEL_INFO, PRESETS, build_key_fields
 from viewer.rollout_panel import build_rollout_panel, draft
-from viewer.run.stream import FormError
+from viewer.run.stream import FormError, budget_notice
 from viewer.task_picker import build_task_picker, wire_task_picker
 from viewer.visitors import visitor_of
 from viewer.wiring import bind, in_worker, unchanged
@@ -90,6 +90,7 @@ def build_arena_section(ctx: AppContext, app_tabs: gr.Tabs) -> ArenaSection:
                 parts["run_button"] = gr.Button("▶ Run both", variant="primary", min_width=100, elem_id="arena-run")
                 parts["stop_button"] = gr.Button("■ Stop both", interactive=False, min_width=100,
                                                  elem_id="arena-stop")
+    parts["budget_note"] = gr.Markdown(visible=False, elem_id="arena-budget-note")
     parts["note"] = gr.Markdown(elem_id="arena-note")
     parts.update(_build_match())
     section = ArenaSection(ctx=ctx, app_tabs=app_tabs, task=parts["picker"].task, keys=keys, **parts)
@@ -138,6 +139,11 @@ def _wire(s: ArenaSection) -> None:
     running.then(bind(unlock_controls, s), None, [s.run_button, s.stop_button], **private).then(
         None, js=SCROLL_TO_MATCH, **private)  # the verdict and the vote, on a phone
     s.stop_button.click(bind(stop_match, s), [s.match], [s.verdict, s.stop_button], **private)
+    # What a match on the Space's keys may spend, before it starts, and again once one ends (less is left then).
+    spend_in = [s.model_a, s.model_b, s.random, *s.key_fields.values()]
+    gr.on([s.model_a.change, s.model_b.change, s.random.change, *(f.change for f in s.key_fields.values())],
+          bind(show_budget, s), spend_in, [s.budget_note], show_progress="hidden", **private)
+    running.then(bind(show_budget, s), spend_in, [s.budget_note], show_progress="hidden", **private)
     for choice, button in s.vote_buttons.items():
         button.click(bind(cast_vote, s, choice), [s.match], s.match_outputs, **private)
     s.skip.click(bind(cast_vote, s, SKIP), [s.match], s.match_outputs, **private)
@@ -151,6 +157,19 @@ def _wire(s: ArenaSection) -> None:
 def pick_random(section: ArenaSection, random: bool) -> dict:
     """A random pair leaves the model fields out (they keep what was typed, for the next named match)."""
     return {section.model_a: gr.Dropdown(interactive=not random), section.model_b: gr.Dropdown(interactive=not random)}
+
+
+def show_budget(section: ArenaSection, model_a: str, model_b: str, random: bool, anthropic_key: str,
+                openai_key: str, hf_key: str, vllm_key: str, request: gr.Request) -> dict:
+    """The match's share of the Space's budget (viewer.run.stream.budget_notice): a random pair plays on the
+    Space's keys and holds its pool's two dearest models (viewer.arena.match.begin_match), so the note is theirs."""
+    keys = {"anthropic": anthropic_key, "openai": openai_key, "hf": hf_key, "vllm": vllm_key}
+    models = [model_a, model_b]
+    budget = section.ctx.registry.budget
+    if random is True and budget is not None:
+        keys, models = {}, budget.dearest(random_pool())
+    note = budget_notice(section.ctx, models, None, None, keys, visitor_of(request))
+    return {section.budget_note: gr.Markdown(f"💳 {escape_md(note)}" if note else "", visible=bool(note))}
 
 
 def lock_controls(section: ArenaSection) -> dict:
@@ -253,6 +272,9 @@ def wire_page_load(section: ArenaSection, demo: gr.Blocks) -> None:
     attached = loaded.then(bind(attach_match, section), [section.watch], section.match_outputs,
                            show_progress="hidden", api_visibility="private")
     attached.then(None, [section.watch], None, js=LAND_ON_MATCH, api_visibility="private")
+    demo.load(bind(show_budget, section), [section.model_a, section.model_b, section.random,
+                                           *section.key_fields.values()], [section.budget_note],
+              api_visibility="private", show_progress="hidden")
 
 
 def match_link(request: gr.Request) -> tuple[str, Any]:

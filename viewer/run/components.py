@@ -22,6 +22,7 @@ class RunSection:
     task: gr.Dropdown  # the picker's task dropdown
     run_button: gr.Button
     stop_button: gr.Button
+    budget_note: gr.Markdown  # what a run on the Space's keys may spend of its budget, before it starts
     episode_info: gr.Markdown
     server: gr.Radio
     server_url: gr.Textbox

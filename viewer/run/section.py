@@ -30,7 +30,7 @@ from viewer.markdown import escape_md
 from viewer.models import DEFAULT_MODEL, MODEL_INFO, PRESETS, build_key_fields
 from viewer.rollout_panel import build_rollout_panel, draft
 from viewer.run.components import RunSection
-from viewer.run.stream import FormError, page_frames, replay_frame, start_episode
+from viewer.run.stream import FormError, budget_notice, page_frames, replay_frame, start_episode
 from viewer.task_picker import build_task_picker, show_catalog, wire_task_picker
 from viewer.task_view import task_brief
 from viewer.visitors import visitor_of
@@ -78,6 +78,7 @@ def _build_form(ctx: AppContext, default: str) -> dict[str, Any]:
     with gr.Row(elem_id="run-buttons"):
         run_button = gr.Button("▶ Run", variant="primary", min_width=100, elem_id="run")
         stop_button = gr.Button("■ Stop", variant="secondary", interactive=False, min_width=100, elem_id="stop")
+    budget_note = gr.Markdown(visible=False, elem_id="budget-note")
     episode_info = gr.Markdown(elem_id="episode-info")
     with gr.Accordion("Server and limits", open=False, elem_id="settings"):
         # With visitors' servers off (CUSTOM_SERVERS=0) and none allowed, the choice would only ever be refused.
@@ -95,7 +96,7 @@ def _build_form(ctx: AppContext, default: str) -> dict[str, Any]:
         if ctx.settings.space_id:
             gr.LoginButton("Sign in with Hugging Face to use your own token for hf: models")
     return dict(model=model, model_note=model_note, picker=picker, task=picker.task, run_button=run_button,
-                stop_button=stop_button, episode_info=episode_info, server=server, server_url=server_url,
+                stop_button=stop_button, budget_note=budget_note, episode_info=episode_info, server=server, server_url=server_url,
                 server_note=server_note, max_turns=max_turns, max_tokens=max_tokens, keys=keys, key_fields=key_fields)
 
 
@@ -132,6 +133,11 @@ def _wire(s: RunSection) -> None:
     running = started.then(bind(start_run, s), form, [*s.frame_outputs, s.model_note, s.server_note, s.keys],
                            concurrency_limit=None, show_progress="hidden", **private)
     running.then(bind(unlock_controls, s), None, [s.run_button, s.stop_button], **private)
+    # What a run on the Space's keys may spend, before it starts, and again once one ends (less is left then).
+    spend_in = [s.model, s.max_turns, s.max_tokens, *s.key_fields.values()]
+    gr.on([s.model.change, s.max_turns.change, s.max_tokens.change, *(f.change for f in s.key_fields.values())],
+          bind(show_budget, s), spend_in, [s.budget_note], show_progress="hidden", **private)
+    running.then(bind(show_budget, s), spend_in, [s.budget_note], show_progress="hidden", **private)
     s.stop_button.click(bind(stop_run, s), [s.episode], [s.status, s.stop_button], **private)
     s.panel.plan_step.release(bind(show_step, s), [s.panel.plan_step, s.panel.steps, s.episode], [s.panel.chart],
                               **private)
@@ -182,6 +188,13 @@ def change_server(section: RunSection, choice: str, url: str) -> dict:
         gr.Markdown(visible=False)
     return {**out, section.server_note: note,
             **show_catalog(section.picker, listed, f"{count} tasks on {target}" if target else None)}
+
+
+def show_budget(section: RunSection, model: str, turns: float, tokens: float, anthropic_key: str, openai_key: str,
+                hf_key: str, vllm_key: str, request: gr.Request) -> dict:
+    keys = {"anthropic": anthropic_key, "openai": openai_key, "hf": hf_key, "vllm": vllm_key}
+    note = budget_notice(section.ctx, [model], turns, tokens, keys, visitor_of(request))
+    return {section.budget_note: gr.Markdown(f"💳 {escape_md(note)}" if note else "", visible=bool(note))}
 
 
 def lock_controls(section: RunSection) -> dict:
@@ -293,6 +306,9 @@ def wire_page_load(section: RunSection, demo: gr.Blocks) -> None:
     loaded = demo.load(episode_link, None, [watch], api_visibility="private", show_progress="hidden", queue=False)
     loaded.then(bind(attach_episode, section), [watch], section.frame_outputs, show_progress="hidden",
                 api_visibility="private")
+    demo.load(bind(show_budget, section), [section.model, section.max_turns, section.max_tokens,
+                                           *section.key_fields.values()], [section.budget_note],
+              api_visibility="private", show_progress="hidden")
 
 
 def episode_link(request: gr.Request) -> str:

@@ -1,7 +1,9 @@
 """Starting an episode from the Run form or the API, and turning its events into what the page or a script sees.
 
 `check_request` is every check a run request gets (one model, or an arena match's two on one task), raising
-`FormError` naming the field to fix; `start_episode` checks and starts one episode in the background (agent.runs).
+`FormError` naming the field to fix (on the Space's keys, within the spending budget's bounds: agent.budget);
+`budget_notice` says before a run what it may spend of that budget; `start_episode` checks and starts one episode in
+the background (agent.runs).
 `EpisodeFrames` follows an episode and builds its display, frame by frame, as dicts keyed by the components of one
 `EpisodeSlots` (the Run section's, or one side of an arena match); `page_frames` yields them for one episode;
 `api_updates` yields small JSON updates for `gradio_client`. Episodes run in their own workers, so a closed tab or
@@ -18,6 +20,7 @@ from typing import Any
 
 import gradio as gr
 
+from agent.budget import BudgetExceeded, on_space_keys
 from agent.limits import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, InputTooLarge, check_input
 from agent.providers.registry import MissingKey, check_endpoint, parse_spec, provider_class, resolve_key
 from agent.runs import CapacityError, EpisodeRun, stop_token
@@ -137,13 +140,48 @@ def check_request(ctx: AppContext, models: dict[str, Any], task_id: Any, turns: 
         near = "" if server_url else f" The closest it offers: {', '.join(closest_tasks(task_id))}."
         raise FormError("task", f"Task {excerpt(task_id)} is not one this server offers.{near} Pick one from the "
                                 "task list.")
+    max_turns, max_tokens = _checked_limits(ctx, specs, keys, turns, tokens)
+    return Checked(specs, task_id, task, server_url, {k: v for k, v in keys.items() if v}, max_turns, max_tokens)
+
+
+def _checked_limits(ctx: AppContext, specs: list[str], keys: dict[str, str], turns: Any,
+                    tokens: Any) -> tuple[int, int]:
+    """Max turns and tokens a turn: within the loop's range, and on the Space's keys within the Space's bounds
+    (agent.budget; left out, they are the defaults as far as those bounds allow)."""
+    budget = ctx.registry.budget
+    spending = budget is not None and any(on_space_keys(model, keys) for model in specs)
+    default_turns, default_tokens = budget.defaults() if spending else (DEFAULT_MAX_TURNS, DEFAULT_MAX_TOKENS)
     try:
-        max_turns, max_tokens = int(turns or DEFAULT_MAX_TURNS), int(tokens or DEFAULT_MAX_TOKENS)
+        max_turns, max_tokens = int(turns or default_turns), int(tokens or default_tokens)
         if not 1 <= max_turns <= 60 or not 256 <= max_tokens <= 200000:
             raise ValueError
     except (TypeError, ValueError):
         raise FormError("limits", "Max turns must be 1-60 and max tokens 256-200000.") from None
-    return Checked(specs, task_id, task, server_url, {k: v for k, v in keys.items() if v}, max_turns, max_tokens)
+    if spending:
+        try:
+            budget.check_bounds(max_turns, max_tokens)
+        except BudgetExceeded as exc:
+            raise FormError("limits", str(exc)) from None
+    return max_turns, max_tokens
+
+
+def budget_notice(ctx: AppContext, models: list[Any], turns: Any, tokens: Any, keys: dict[str, Any],
+                  visitor: str) -> str | None:
+    """What these models may spend of the Space's budget and what is left today (agent.budget), for the form
+    before the run starts; None when none of them plays on the Space's keys. Never raises."""
+    budget = ctx.registry.budget
+    if budget is None:
+        return None
+    keys = {k: v.strip() for k, v in (keys or {}).items() if isinstance(v, str) and v.strip()}
+    models = [m.strip() for m in models if isinstance(m, str) and m.strip()]
+    try:
+        default_turns, default_tokens = budget.defaults()
+        limits = {"max_turns": int(turns or default_turns), "max_tokens": int(tokens or default_tokens)}
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if min(limits.values()) < 1:  # the run's own checks refuse it
+        return None
+    return budget.notice(visitor, [(model, {**limits, "keys": keys}) for model in models])
 
 
 def _checked_spec(field: str, model: Any, keys: dict[str, str]) -> str:
