@@ -27,6 +27,7 @@ from typing import Any
 
 from agent.loop import stream_episode
 from agent.quota import QuotaExceeded, SaveQuota
+from rollouts.journal import NoRoom
 from rollouts.schema import new_episode_id
 
 log = logging.getLogger(__name__)
@@ -108,6 +109,11 @@ class RunRegistry:
         the caps and the visitor's rollouts per hour (an arena match is two runs), so a refusal starts nothing."""
         visitor = visitor or owner
         count = len(episodes)
+        if self._journal is not None:  # the store's reading of its disk: a run it could not keep never starts
+            try:
+                self._journal.check_room(count)
+            except NoRoom as exc:
+                raise CapacityError(str(exc)) from None
         with self._lock:
             live = [r for r in self._runs.values() if not r.finished]
             mine = sum(1 for r in live if r.visitor == visitor)

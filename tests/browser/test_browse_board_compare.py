@@ -121,3 +121,24 @@ def test_exports_download_what_is_shown_and_model_text_stays_text(browse, new_pa
     with page.expect_download() as json_download:
         page.locator("#export-json").click()
     assert json.loads(Path(json_download.value.path()).read_text(encoding="utf-8"))["episode_id"] == "hostile01"
+
+
+def test_a_download_is_gone_once_fetched_and_a_refused_one_says_why(browse, new_page):
+    app, _, _, hostile = browse
+    downloads = app.ctx.downloads
+    page = new_page()
+    page.goto(f"{app.url}?tab=browse&rollout={hostile['episode_id']}")
+    expect(page.locator("#rollout-detail")).to_be_visible(timeout=45000)
+    with page.expect_download() as fetched:
+        page.locator("#export-csv").click()
+    assert Path(fetched.value.path()).read_text(encoding="utf-8").startswith('"run",')
+    # Served whole: the app's copy is gone (only the open rollout's JSON, not fetched, is held).
+    assert not list(downloads.folder.rglob("rollouts-*.csv"))
+    budget = downloads.visitor_bytes
+    downloads.visitor_bytes = 1  # every export is now over one visitor's budget
+    try:
+        page.locator("#export-csv").click()
+        expect(page.locator("#filter-note")).to_contain_text("more than the 0 MB one download may be", timeout=15000)
+    finally:
+        downloads.visitor_bytes = budget
+    assert not list(downloads.folder.rglob("rollouts-*.csv"))
