@@ -20,6 +20,7 @@ closed), so no page, card, record or list names a hidden side before the vote.
 from __future__ import annotations
 
 import hmac
+import logging
 import secrets
 import threading
 import time
@@ -32,6 +33,8 @@ from agent.quota import QuotaExceeded, SaveQuota
 from agent.runs import EpisodeRun, RunRegistry, stop_token
 from rollouts.matches import MODES, VOTE_CHOICES, MatchBook, MatchError, match_row
 from rollouts.schema import new_episode_id
+
+log = logging.getLogger(__name__)
 
 KEEP_MATCHES = 256
 BALLOT_S = 24 * 3600.0  # how long a match takes votes
@@ -133,6 +136,10 @@ class MatchRegistry:
         a, b = self.runs.start_group([(model_a, task_id, options), (model_b, task_id, options)], owner=owner,
                                      visitor=visitor)
         match = LiveMatch(new_episode_id(), mode, task_id, a, b, owner, visitor or owner)
+        try:  # a restart before the row is written leaves the note, and the next start writes the row
+            self.book.begin(match.match_id, mode, a.episode_id, b.episode_id)
+        except OSError as exc:
+            log.warning("match %s not noted as in play: %s", match.match_id, exc)
         with self._lock:
             self._matches[match.match_id] = match
             self._forget_old()
@@ -238,4 +245,5 @@ class MatchRegistry:
             except (MatchError, OSError, ValueError) as exc:
                 match.problem = f"its row could not be written: {exc}"
         finally:
+            self.book.end(match.match_id)
             match.concluded.set()

@@ -126,6 +126,7 @@ class AppContext:
         plays = PlayRegistry(store.save, env_url=settings.env_url, quota=quota)
         # Match rows go where the index goes, pushed with it (the store's pusher takes every changed match file).
         book = MatchBook(store.root, store.writer_id, on_write=store.notify)
+        book.recover(store.load, store.running.running)  # matches a restart cut short, their records closed by now
         matches = MatchRegistry(registry, book, votes_per_hour=settings.max_votes_per_hour)
         # Registered after the store's own exit hook, so it runs first: open hand-played episodes are saved
         # (`interrupted`) before the store pushes what waits.
