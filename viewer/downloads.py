@@ -50,7 +50,11 @@ class _Held:
 
 
 def _mb(size: int) -> str:
-    return f"{size / (1 << 20):.0f} MB"
+    """A size as a visitor reads it: KB under a megabyte, else MB (one decimal under ten)."""
+    if size < 1 << 20:
+        return f"{-(-size // 1024)} KB"
+    megabytes = size / (1 << 20)
+    return f"{megabytes:.1f} MB" if megabytes < 10 else f"{megabytes:.0f} MB"
 
 
 class Downloads:
@@ -67,6 +71,7 @@ class Downloads:
         self._lock = threading.Lock()
         self._held: dict[Path, _Held] = {}  # each download's own folder -> whose, when made, its size
         self._writing: dict[str, int] = {}  # visitor -> downloads being written now
+        self._records: dict[str, Path] = {}  # visitor -> the folder of the rollout JSON their page offers now
 
     def make(self, name: str, write: Callable[[Path], None], *, visitor: str = SHARED) -> Path:
         """A new file called `name` (letters, digits, '.', '-', '_' only), written by `write(path)`, for `visitor`.
@@ -109,10 +114,19 @@ class Downloads:
         return path
 
     def record_json(self, episode_id: str, record: dict, *, visitor: str = SHARED) -> Path:
-        """A rollout's record as a JSON file named by its (checked) episode id."""
+        """A rollout's record as a JSON file named by its (checked) episode id. A visitor's page offers one open
+        rollout's JSON at a time, so their previous one goes (rollouts opened one after another hold one file)."""
         name = f"{episode_id}.json" if valid_episode_id(episode_id) else "rollout.json"
-        return self.make(name, lambda path: atomic_write(
+        with self._lock:
+            previous = self._records.pop(visitor, None) if visitor != SHARED else None
+        if previous is not None:
+            self._drop(previous)
+        path = self.make(name, lambda path: atomic_write(
             path, json.dumps(record, ensure_ascii=False, indent=1).encode()), visitor=visitor)
+        if visitor != SHARED:
+            with self._lock:
+                self._records[visitor] = path.parent
+        return path
 
     def served(self, path: str | Path) -> None:
         """`path` has been sent whole to whoever fetched it: the file goes (a path outside the folder is ignored)."""

@@ -62,16 +62,24 @@ def test_a_visitor_prepares_only_a_few_downloads_at_once(tmp_path):
 
 
 def test_a_visitors_bytes_are_bounded_and_a_refused_file_is_not_kept(tmp_path):
-    folder = Downloads(tmp_path / "downloads", visitor_bytes=1000)
+    folder = Downloads(tmp_path / "downloads", visitor_bytes=1024)
     first = folder.make("a.csv", lambda path: path.write_bytes(b"x" * 600), visitor="ip:10.0.0.1")
-    with pytest.raises(DownloadRefused, match="Your downloads already hold 0 MB"):
+    with pytest.raises(DownloadRefused, match="Your downloads already hold 1 KB here"):
         folder.make("b.csv", lambda path: path.write_bytes(b"x" * 600), visitor="ip:10.0.0.1")
-    with pytest.raises(DownloadRefused, match="more than the 0 MB one download may be"):
+    with pytest.raises(DownloadRefused, match="would be 2 KB, more than the 1 KB one download may be"):
         folder.make("c.csv", lambda path: path.write_bytes(b"x" * 2000), visitor="ip:10.0.0.2")
     assert [p.name for p in folder.folder.rglob("*.csv")] == ["a.csv"] and folder.held_bytes() == 600
     folder.served(first)  # fetched: gone, and the visitor's budget is free again
     assert not first.exists() and folder.held_bytes() == 0
     assert folder.make("b.csv", lambda path: path.write_bytes(b"x" * 600), visitor="ip:10.0.0.1").exists()
+
+
+def test_a_visitors_rollouts_opened_one_after_another_hold_one_json(tmp_path):
+    folder = Downloads(tmp_path / "downloads")
+    first = folder.record_json("ok_id01", make_record(seed=1), visitor="ip:10.0.0.1")
+    other = folder.record_json("ok_id01", make_record(seed=1), visitor="ip:10.0.0.2")
+    second = folder.record_json("ok_id02", make_record(seed=2), visitor="ip:10.0.0.1")
+    assert not first.exists() and second.exists() and other.exists()
 
 
 def test_every_download_together_is_bounded(tmp_path):
@@ -89,6 +97,9 @@ def test_a_download_goes_once_the_app_has_served_it_whole(arena):
     assert path.resolve().is_relative_to(Path(get_upload_folder()).resolve())  # Gradio serves it, no copy kept
     answer = httpx.get(f"{arena.url}gradio_api/file={path}")
     assert answer.status_code == 200 and answer.text == "a,b\n1,2\n"
+    deadline = time.monotonic() + 5  # removed as the last byte goes, which the client may see first
+    while path.parent.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
     assert not path.exists() and not path.parent.exists()
     assert httpx.get(f"{arena.url}gradio_api/file={path}").status_code in (403, 404)
     kept = ctx.downloads.make("rollouts-4.csv", lambda p: p.write_text("x"))
