@@ -4,6 +4,8 @@ agent/runs.py for every start): before, with the disk full every run played to i
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 from gradio_client import Client
 
@@ -42,3 +44,13 @@ def test_the_apps_run_door_says_the_disk_is_full_before_the_run(arena):
     finally:
         arena.ctx.store.running.free_bytes = reading
     assert len(arena.ctx.store.rows()) == before
+
+
+def test_a_batch_run_on_a_full_disk_says_so_and_plays_nothing(tmp_path, monkeypatch, capsys):
+    from agent import cli
+
+    monkeypatch.setattr(journal.shutil, "disk_usage", lambda path: SimpleNamespace(free=5 << 20))
+    out = tmp_path / "rollouts"
+    code = cli.main(["run", "--model", "baseline:greedy", "--split", "eval", "--limit", "1", "--out", str(out)])
+    assert code == 2 and "5 MB free, too little to keep" in capsys.readouterr().err
+    assert not list(out.glob("rollouts/*/*.json"))
