@@ -29,6 +29,7 @@ from viewer.arena import section as arena
 from viewer.browse import api as browse_api
 from viewer.browse import section as browse
 from viewer.context import AppContext, Settings
+from viewer.downloads import RemoveWhenServed
 from viewer.play import api as play_api
 from viewer.play import section as play
 from viewer.run import api as run_api
@@ -125,6 +126,7 @@ def serve(demo: gr.Blocks, ctx: AppContext, **options: Any) -> FastAPI:
     server = FastAPI(lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     server.state.share_pages = pages
     server.include_router(pages.router)
+    server.add_middleware(RemoveWhenServed, downloads=ctx.downloads)  # a download goes once fetched
     demo.queue(default_concurrency_limit=8, max_size=128)
     # As launch() would on a Space: the app installable there (a manifest and icons), not elsewhere.
     options.setdefault("pwa", gr.utils.get_space() is not None)

@@ -44,6 +44,7 @@ from agent.providers.registry import (
 from agent.spec import SpecError
 from agent.task_api import TaskAPIError
 from berth_env import TIERS
+from rollouts.journal import NoRoom
 from rollouts.layout import default_rollout_dir
 from rollouts.links import public_base, rollout_page
 from rollouts.store import NotStarted, RolloutStore
@@ -138,6 +139,12 @@ def run_batch(args: argparse.Namespace, task_ids: list[str]) -> int:
     # from a warm interpreter, or started by a local Jobs peer, is pointed at its Hub through it).
     store = RolloutStore(root, dataset=args.dataset if token else None, token=token,
                          endpoint=os.environ.get("HF_ENDPOINT") or None)
+    try:  # the episodes played at once (a pool per model) must fit on the disk before any starts
+        store.running.check_room(max(1, args.concurrency) * len(args.model))
+    except NoRoom as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        store.close()
+        return 2
     if args.env_url is None:
         # Imported here, not at the top: the server (and openenv's Gradio) costs seconds to import, and a command
         # with a mistake in it should say so at once.

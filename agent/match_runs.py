@@ -9,18 +9,24 @@ any page is still watching; a side whose rollout was not kept leaves the match w
 Votes: only once the row is written (so never before both ended), one per visitor per match, and at most
 `votes_per_hour` per visitor. In random mode the names stay hidden from a visitor until they vote or skip; a
 visitor who skipped has seen the names, so the match takes no vote from them. Who voted is kept in memory only (it
-is not the dataset's business), for the newest KEEP_MATCHES matches: an older match is shown from its row, with
-voting closed.
+is not the dataset's business), for every match of the last BALLOT_S: the newest KEEP_MATCHES are held whole (their
+episodes streamed to any page), an older one only as its ballot, shown from its row but still taking votes.
+
+Whether an episode is public yet is decided here (`withheld_episodes`), and every door that shows a rollout asks:
+the two episodes of a random match are not public until someone has voted or skipped on it (or its ballot has
+closed), so no page, card, record or list names a hidden side before the vote.
 """
 
 from __future__ import annotations
 
 import hmac
+import logging
 import secrets
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agent.quota import QuotaExceeded, SaveQuota
@@ -28,7 +34,10 @@ from agent.runs import EpisodeRun, RunRegistry, stop_token
 from rollouts.matches import MODES, VOTE_CHOICES, MatchBook, MatchError, match_row
 from rollouts.schema import new_episode_id
 
+log = logging.getLogger(__name__)
+
 KEEP_MATCHES = 256
+BALLOT_S = 24 * 3600.0  # how long a match takes votes
 SKIP = "skip"  # see the names without voting (random mode)
 
 
@@ -50,6 +59,15 @@ class LiveMatch:
     voters: set[str] = field(default_factory=set)
     skipped: set[str] = field(default_factory=set)
     concluded: threading.Event = field(default_factory=threading.Event)  # the row written, or known not to be
+    opened: float = field(default_factory=time.time)
+
+    @property
+    def undecided(self) -> bool:
+        """A random pair nobody has voted or skipped on yet, while it may still take votes: its names are
+        everyone's secret, so its episodes are not public."""
+        unsaved = self.concluded.is_set() and self.row is None
+        return (self.mode == "random" and not self.voters and not self.skipped and not unsaved
+                and time.time() - self.opened < BALLOT_S)
 
     @property
     def runs(self) -> tuple[EpisodeRun, EpisodeRun]:
@@ -77,6 +95,11 @@ class LiveMatch:
         return "open"
 
 
+def _ballot_side(run: EpisodeRun) -> EpisodeRun:
+    """A side of a match kept only as its ballot: who played, not what (its events and record go)."""
+    return EpisodeRun(run.episode_id, run.model, run.task_id, run.owner, run.visitor, saved=run.saved)
+
+
 def match_stop_token(match_id: str) -> str:
     """The token that stops both episodes of a match: given only to whoever started it (as agent.runs.stop_token;
     the prefix keeps it apart from any episode's)."""
@@ -100,6 +123,8 @@ class MatchRegistry:
         self.runs, self.book, self.keep = runs, book, keep
         self._votes = SaveQuota(votes_per_hour)
         self._matches: OrderedDict[str, LiveMatch] = OrderedDict()
+        # Matches past the newest `keep`, younger than BALLOT_S: their ballots, their episodes dropped.
+        self._ballots: OrderedDict[str, LiveMatch] = OrderedDict()
         self._lock = threading.Lock()
 
     def start(self, model_a: str, model_b: str, task_id: str, *, mode: str, owner: str, visitor: str | None = None,
@@ -111,17 +136,44 @@ class MatchRegistry:
         a, b = self.runs.start_group([(model_a, task_id, options), (model_b, task_id, options)], owner=owner,
                                      visitor=visitor, hold_as=hold_as)
         match = LiveMatch(new_episode_id(), mode, task_id, a, b, owner, visitor or owner)
+        try:  # a restart before the row is written leaves the note, and the next start writes the row
+            self.book.begin(match.match_id, mode, a.episode_id, b.episode_id)
+        except OSError as exc:
+            log.warning("match %s not noted as in play: %s", match.match_id, exc)
         with self._lock:
             self._matches[match.match_id] = match
-            concluded = [k for k, m in self._matches.items() if m.concluded.is_set()]
-            for match_id in concluded[: max(0, len(self._matches) - self.keep)]:
-                del self._matches[match_id]
+            self._forget_old()
         threading.Thread(target=self._conclude, args=(match,), name=f"match-{match.match_id}", daemon=True).start()
         return match
 
     def get(self, match_id: str) -> LiveMatch | None:
+        """A match held whole (its episodes streamable), or None."""
         with self._lock:
             return self._matches.get(match_id)
+
+    def ballot_of(self, match_id: str) -> LiveMatch | None:
+        """A match no longer held whole whose ballot is still open (its row shows it), or None."""
+        with self._lock:
+            self._forget_old()
+            return self._ballots.get(match_id)
+
+    def withheld_episodes(self) -> frozenset[str]:
+        """The episodes that are not public yet: both sides of every undecided random match (LiveMatch.undecided).
+        Every door that shows a rollout asks this, and answers as it would for an unknown id."""
+        with self._lock:
+            return frozenset(run.episode_id for m in (*self._matches.values(), *self._ballots.values())
+                             if m.undecided for run in m.runs)
+
+    def _forget_old(self) -> None:
+        """Past the newest `keep`, a concluded match keeps only its ballot (its episodes' events go), for BALLOT_S."""
+        concluded = [k for k, m in self._matches.items() if m.concluded.is_set()]
+        for match_id in concluded[: max(0, len(self._matches) - self.keep)]:
+            match = self._matches.pop(match_id)
+            if match.row is not None:
+                self._ballots[match_id] = replace(match, a=_ballot_side(match.a), b=_ballot_side(match.b))
+        cutoff = time.time() - BALLOT_S
+        for match_id in [k for k, m in self._ballots.items() if m.opened < cutoff]:
+            del self._ballots[match_id]
 
     def stop(self, match_id: str, *, owner: str | None = None, token: str | None = None) -> bool:
         """Stop both episodes, for the owner that started the match or the holder of its stop token; False when
@@ -138,8 +190,11 @@ class MatchRegistry:
 
     def vote(self, match_id: str, choice: str, *, visitor: str) -> LiveMatch:
         """Count `visitor`'s vote (one of rollouts.matches.VOTE_CHOICES, or SKIP to see the names without voting);
-        the match with its row as it now stands. VoteRefused saying why when it is not counted."""
-        match = self.get(match_id)
+        the match with its row as it now stands (one no longer held whole: its ballot, its sides without their
+        records). VoteRefused saying why when it is not counted."""
+        with self._lock:
+            self._forget_old()
+            match = self._matches.get(match_id) or self._ballots.get(match_id)
         if match is None:
             raise VoteRefused("Voting on this match is closed: votes are taken while a match is fresh on this "
                               "Space.")
@@ -190,4 +245,5 @@ class MatchRegistry:
             except (MatchError, OSError, ValueError) as exc:
                 match.problem = f"its row could not be written: {exc}"
         finally:
+            self.book.end(match.match_id)
             match.concluded.set()

@@ -30,6 +30,7 @@ from typing import Any
 from agent.budget import BudgetExceeded, Hold, SpendBudget
 from agent.loop import stream_episode
 from agent.quota import QuotaExceeded, SaveQuota
+from rollouts.journal import NoRoom
 from rollouts.schema import new_episode_id
 from rollouts.store import NotStarted
 
@@ -110,6 +111,11 @@ class RunRegistry:
         `hold_as`: the models whose worst cases the spending budget holds for them (SpendBudget.reserve)."""
         visitor = visitor or owner
         count = len(episodes)
+        if self._journal is not None:  # the store's reading of its disk: a run it could not keep never starts
+            try:
+                self._journal.check_room(count)
+            except NoRoom as exc:
+                raise CapacityError(str(exc)) from None
         with self._lock:
             live = [r for r in self._runs.values() if not r.finished]
             mine = sum(1 for r in live if r.visitor == visitor)

@@ -18,7 +18,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -91,6 +91,8 @@ class Archive:
         self._answers: OrderedDict[tuple, Any] = OrderedDict()
         self.transcripts = TranscriptWords()
         self._reader: threading.Thread | None = None
+        # The episodes not public yet (an undecided random match's, agent.match_runs): no query or record shows them.
+        self.withheld: Callable[[], Collection[str]] = frozenset
 
     @classmethod
     def from_settings(cls, rollout_dir: Any, *, dataset: str | None = None, public_rollouts: str | None = None,
@@ -245,7 +247,7 @@ class Archive:
     def where(self, filters: Filters) -> tuple[str, list[Any]]:
         """The SQL condition of the filters and the search (after a cheap look at the local folder)."""
         self.refresh_local()
-        return self.engine.where(filters, self.transcripts)
+        return self.engine.where(filters, self.transcripts, self.withheld())
 
     def _remembered(self, key: tuple, make: Any) -> Any:
         """An answer remembered per key until the rows change (64 at most)."""
@@ -261,13 +263,15 @@ class Archive:
 
     def _key(self, *parts: Any, filters: Filters) -> tuple:
         # A search's answer grows as transcripts are read, so their count is part of its key.
-        return (*parts, self.version, filters.key(), len(self.transcripts) if filters.search else 0)
+        return (*parts, self.version, filters.key(), len(self.transcripts) if filters.search else 0,
+                frozenset(self.withheld()))
 
     def query(self, filters: Filters, *, sort: str = "started", descending: bool = True, page: int = 1,
               size: int = PAGE_SIZE) -> tuple[pa.Table, int, int, int]:
         """(the page's rows, how many rows match, the page number used, the number of pages)."""
         self.refresh_local()
-        return self.engine.page(filters, self.transcripts, sort=sort, descending=descending, page=page, size=size)
+        return self.engine.page(filters, self.transcripts, sort=sort, descending=descending, page=page, size=size,
+                                hidden=self.withheld())
 
     def board(self, filters: Filters, *, same_tasks: bool = False) -> list[dict]:
         """The leaderboard over the filtered rows (rollouts.board), remembered per filter set until rows change."""
@@ -338,9 +342,10 @@ class Archive:
     def same_task(self, task_id: str, *, exclude: str | None = None, limit: int = 200) -> list[dict]:
         """Other rollouts of one task, best reward first (for picking a comparison)."""
         self.refresh_local()
-        return [_plain(r) for r in self.engine.fetch("task_id = ? AND episode_id IS DISTINCT FROM ?",
-                                                     [task_id, exclude], order=order_by("reward"),
-                                                     limit=limit).to_pylist()]
+        hidden = set(self.withheld())
+        rows = self.engine.fetch("task_id = ? AND episode_id IS DISTINCT FROM ?", [task_id, exclude],
+                                 order=order_by("reward"), limit=limit + len(hidden)).to_pylist()
+        return [_plain(r) for r in rows if r["episode_id"] not in hidden][:limit]
 
     def record(self, episode_id: str, *, wait: float = REMOTE_WAIT_S) -> tuple[dict, dict]:
         """(record, index row) of a rollout from whichever source has it.
@@ -351,6 +356,8 @@ class Archive:
         episode_id = (episode_id or "").strip()
         if not valid_episode_id(episode_id):
             raise RolloutNotFound("That rollout id is malformed: ids are 1-64 letters, digits, '-' or '_'.")
+        if episode_id in self.withheld():  # as any id no source has
+            raise RolloutNotFound(f"No rollout `{episode_id}` in {self._where()}.")
         row = self.row(episode_id)
         if row is None and self.local.locate(episode_id) is not None:
             self.refresh_local(force=True)

@@ -28,6 +28,7 @@ import json
 import logging
 import os
 import secrets
+import shutil
 import threading
 import time
 from collections.abc import Callable
@@ -44,20 +45,40 @@ RUNNING_DIR = f"{PUSH_DIR}/running"
 UPDATE_EVERY_S = 1.0
 MAX_ENTRY_BYTES = 64 << 20  # the largest record this app writes is about 7 MB (ten checks' answers, twice)
 KEY_FILE = ".key"
+# The disk room an episode needs before it starts: its record, its journal entry and its trace (each about 7 MB
+# at the largest), with room to spare; and what is kept free beyond that for the index, the pusher and the rest.
+EPISODE_ROOM = 32 << 20
+DISK_MARGIN = 256 << 20
 INTERRUPTED_NOTE = ("The app stopped (a crash or a restart) while this episode was running; the record holds what "
                     "had streamed until then.")
+
+
+class NoRoom(OSError):
+    """The disk cannot hold the records of the episodes asked for; the message says how much is free and needed."""
 
 
 class RunningJournal:
     """The running episodes of one writer process, and the recovery of those a dead writer left behind."""
 
     def __init__(self, root: Path, writer_id: str) -> None:
-        self.folder = Path(root) / RUNNING_DIR
+        self.root = Path(root)
+        self.folder = self.root / RUNNING_DIR
+        # The free bytes on the rollout folder's disk (a test puts its own reading here).
+        self.free_bytes: Callable[[], int] = lambda: shutil.disk_usage(self.root).free
         self.writer_id = writer_id
         self._held: int | None = None  # the fd of our writer lock, taken at the first write
         self._written: dict[str, float] = {}  # episode id -> when its entry was last written (monotonic)
         self._mutex = threading.Lock()
         self._key_bytes: bytes | None = None
+
+    def check_room(self, episodes: int = 1) -> None:
+        """Before episodes start: NoRoom unless the disk can hold their records (EPISODE_ROOM each) and still keep
+        DISK_MARGIN free, so a run is refused up front rather than played and then lost unsaved."""
+        free, needed = self.free_bytes(), episodes * EPISODE_ROOM + DISK_MARGIN
+        if free < needed:
+            raise NoRoom(f"The disk that keeps the rollouts has {free >> 20} MB free, too little to keep "
+                         f"{'this run' if episodes == 1 else f'these {episodes} runs'} (it keeps {needed >> 20} MB "
+                         "free for them): nothing was started. Try again once the Space has pushed or made room.")
 
     def write(self, record: dict, *, force: bool = False) -> None:
         """Journal `record` as it stands; skipped when its entry was written less than UPDATE_EVERY_S ago, unless

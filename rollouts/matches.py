@@ -9,7 +9,14 @@ verdict (rollouts.arena) and the visitors' votes, counted per choice:
      "votes": {"a": 2, "b": 0, "tie": 1, "both_bad": 0}}
 
 Rows follow MATCH_COLUMNS exactly (no other key: the dataset card declares these columns, and `load_dataset`
-refuses a file with one more), validated on write and on read (`match_problem`).
+refuses a file with one more), validated on write and on read (`match_problem`): a vote count is at most MAX_VOTES,
+a row lies in the folder of its own day, and a match id is one match: the book writes no id twice, and a reader
+takes an id's first row in path order (the index's precedence rule), so a row added later under a match's id,
+in whatever file, never shadows it and is never counted twice.
+
+A match in play is noted in `.push/matches/<match_id>.json` (local, never pushed) until its row is written or known
+not to be; a process killed mid-play leaves the note, and the next start (`recover`) writes the row from both
+sides' records, which the store has closed as `interrupted` by then, so the match is found like any other.
 
 A vote rewrites its match's row in place (rollouts.jsonio.rewrite_lines) rather than appending a newer copy:
 each match stays one row, so `load_dataset(repo, "matches")`, the Hub's viewer and any query read the files as
@@ -21,6 +28,7 @@ ratings (rollouts.ratings).
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 from collections.abc import Callable, Mapping
@@ -31,8 +39,8 @@ import pydantic
 from typing_extensions import TypedDict
 
 from rollouts.arena import verdict
-from rollouts.jsonio import append_line, json_line, read_json_lines, rewrite_lines
-from rollouts.layout import MATCH_GLOB, WRITER_ID, match_rel
+from rollouts.jsonio import append_line, atomic_write, json_line, read_json_lines, rewrite_lines
+from rollouts.layout import MATCH_GLOB, PUSH_DIR, WRITER_ID, match_rel
 from rollouts.schema import first_problem, new_episode_id, started_at, utc_stamp, valid_episode_id
 
 log = logging.getLogger(__name__)
@@ -47,8 +55,11 @@ MATCH_COLUMNS: dict[str, type] = {
     "match_id": str, "started": str, "task_id": str, "mode": str, "model_a": str, "model_b": str,
     "episode_a": str, "episode_b": str, "reward_a": float, "reward_b": float, "winner": str, "votes": dict,
 }
+# Every vote is a visitor's, at most a few an hour each: no match on any Space comes near this many.
+MAX_VOTES = 1_000_000
+PENDING_DIR = f"{PUSH_DIR}/matches"
 _CONFIG = pydantic.ConfigDict(strict=True, extra="forbid", allow_inf_nan=False)
-_Count = Annotated[int, pydantic.Field(ge=0)]
+_Count = Annotated[int, pydantic.Field(ge=0, le=MAX_VOTES)]
 _Text = Annotated[str, pydantic.Field(min_length=1, max_length=300)]
 
 
@@ -161,11 +172,54 @@ class MatchBook:
         if votes is None or isinstance(votes, dict):  # anything else is left for validation to name
             row = {**row, "votes": {**no_votes(), **(votes or {})}}
         row = validate_match(row)
+        if self.get(row["match_id"]) is not None:
+            raise MatchError(f"match_id: {row['match_id']} is a match already in this folder")
         rel = match_rel(f"{started_at(row):%Y-%m-%d}", self.writer_id)
         append_line(self.root / rel, json_line(row))
         self._where[row["match_id"]] = rel
         self._on_write(rel)
         return row
+
+    def begin(self, match_id: str, mode: str, episode_a: str, episode_b: str) -> None:
+        """Note a match in play, until `end`: a process killed before then leaves the note for `recover`."""
+        if not all(valid_episode_id(i) for i in (match_id, episode_a, episode_b)) or mode not in MODES:
+            raise MatchError(f"not a match to note: {match_id!r}")
+        note = {"match_id": match_id, "mode": mode, "episode_a": episode_a, "episode_b": episode_b}
+        atomic_write(self.root / PENDING_DIR / f"{match_id}.json", json.dumps(note).encode())
+
+    def end(self, match_id: str) -> None:
+        """The match's row is written, or known not to be: its note goes."""
+        if valid_episode_id(match_id):
+            (self.root / PENDING_DIR / f"{match_id}.json").unlink(missing_ok=True)
+
+    def recover(self, load: Callable[[str], dict | None], running: Callable[[], list[str]]) -> int:
+        """Write the row of each match a dead process left in play, from both sides' records (`load(episode_id)`,
+        closed as `interrupted` by the store's own recovery); the number written. A note whose episodes are still
+        journalled as running (`running()`: another process plays them) stays; one without both records goes."""
+        written, playing = 0, set(running())
+        for path in sorted((self.root / PENDING_DIR).glob("*.json")):
+            try:
+                note = json.loads(path.read_bytes())
+                ids = (note["match_id"], note["episode_a"], note["episode_b"])
+                if note["mode"] not in MODES or not all(valid_episode_id(i) for i in ids) or path.stem != ids[0]:
+                    raise ValueError("not a note this book wrote")
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                log.error("match note %s left out: %s", path.name, exc)
+                path.unlink(missing_ok=True)
+                continue
+            if playing & set(ids[1:]):
+                continue
+            try:
+                records = [load(i) for i in ids[1:]]
+                if None in records:
+                    raise MatchError("a side's rollout was not kept")
+                self.add(match_row(records[0], records[1], mode=note["mode"], match_id=ids[0]))
+                written += 1
+                log.warning("match %s was in play when its process died: its row is written", ids[0])
+            except (MatchError, OSError, ValueError) as exc:
+                log.error("match %s, interrupted, has no row: %s", ids[0], exc)
+            path.unlink(missing_ok=True)
+        return written
 
     def vote(self, match_id: str, choice: str) -> dict:
         """Count one vote (`choice` one of VOTE_CHOICES) on a match of the folder; its row as it now stands.
@@ -198,13 +252,19 @@ class MatchBook:
         return None
 
     def rows(self) -> list[dict]:
-        """Every sound match row of the folder, oldest file first (unsound ones are logged and left out)."""
-        rows = []
+        """Every sound match row of the folder, one per match id (its first in path order), oldest file first
+        (unsound ones, and later rows under an id already read, are logged and left out)."""
+        rows, where = [], {}
         for path in sorted(self.root.glob(MATCH_GLOB), key=lambda p: p.relative_to(self.root).as_posix()):
             rel = path.relative_to(self.root).as_posix()
-            found = self._read(rel)
-            self._where.update((row["match_id"], rel) for row in found)
-            rows += found
+            for row in self._read(rel):
+                if row["match_id"] in where:
+                    log.warning("left out a second row of match %s in %s (its row is in %s)", row["match_id"], rel,
+                                where[row["match_id"]])
+                    continue
+                where[row["match_id"]] = rel
+                rows.append(row)
+        self._where = where
         return rows
 
     def _locate(self, match_id: str, *, rescan: bool) -> str | None:
@@ -218,7 +278,13 @@ class MatchBook:
         except FileNotFoundError:
             return []
         values, _ = read_json_lines(data, where=rel)
-        sound = [value for value in values if match_problem(value) is None]
+        day, seen, sound = rel.split("/")[1], set(), []
+        # A row counts in its own day's folder only, and once per file (its first), as the book writes them.
+        for value in values:
+            if match_problem(value) is None and f"{started_at(value):%Y-%m-%d}" == day \
+                    and value["match_id"] not in seen:
+                seen.add(value["match_id"])
+                sound.append(value)
         if len(sound) < len(values):
             log.warning("left out %d unsound match row(s) in %s", len(values) - len(sound), rel)
         return sound

@@ -133,6 +133,7 @@ class AppContext:
         plays = PlayRegistry(store.save, env_url=settings.env_url, quota=quota)
         # Match rows go where the index goes, pushed with it (the store's pusher takes every changed match file).
         book = MatchBook(store.root, store.writer_id, on_write=store.notify)
+        book.recover(store.load, store.running.running)  # matches a restart cut short, their records closed by now
         matches = MatchRegistry(registry, book, votes_per_hour=settings.max_votes_per_hour)
         # Registered after the store's own exit hook, so it runs first: open hand-played episodes are saved
         # (`interrupted`) before the store pushes what waits.
@@ -140,9 +141,15 @@ class AppContext:
         tasks = serve_tasks_dataset(settings.tasks_dataset or "", background=True, cache_dir=settings.tasks_cache)
         archive = Archive.from_settings(store.root, dataset=settings.dataset, public_rollouts=settings.public_rollouts,
                                         token=settings.hub_token)
+        archive.withheld = matches.withheld_episodes  # the one rule for "is this episode public yet"
         archive.refresh_local(force=True)
         archive.start_remote()  # the Hub sources load while the first visitor arrives
         return cls(settings, store, registry, plays, archive, RecordCache(archive), matches, tasks, policy)
+
+    def public(self, episode_id: str) -> bool:
+        """Whether a door may show this episode (running or stored) yet: not while it is a side of an undecided
+        random match (agent.match_runs.MatchRegistry.withheld_episodes). A door answers as for an unknown id."""
+        return self.matches is None or episode_id not in self.matches.withheld_episodes()
 
     def server_url(self, choice: str, custom: str = "") -> str | None:
         """The server a run plays on: None for the embedded one. A URL a visitor typed comes back cleaned (no

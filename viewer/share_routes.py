@@ -220,6 +220,8 @@ class SharePages:
 
     def answer(self, episode_id: str, kind: str, base: str, if_none_match: str = "") -> Answer:
         """The answer to `/r/<episode_id>` (+ `.png` or `.json`) for links built on `base`."""
+        if not self.ctx.public(episode_id):  # an undecided random match's side: not public yet
+            return self.missing(base)
         run = self.ctx.registry.get(episode_id)
         if run is not None and not run.finished:
             return self.running(run, kind, base)

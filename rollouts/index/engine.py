@@ -33,7 +33,7 @@ import shutil
 import tempfile
 import threading
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -293,9 +293,14 @@ class IndexEngine:
     def lock(self) -> threading.RLock:
         return self._lock
 
-    def where(self, filters: Filters, transcripts: TranscriptWords | None = None) -> tuple[str, list[Any]]:
-        """The SQL condition for the filters and the search, and its parameters (values never enter the text)."""
+    def where(self, filters: Filters, transcripts: TranscriptWords | None = None,
+              hidden: Collection[str] = ()) -> tuple[str, list[Any]]:
+        """The SQL condition for the filters and the search, and its parameters (values never enter the text);
+        `hidden` episodes (not public yet) are never among the rows."""
         clauses, params = ["true"], []
+        if hidden:
+            clauses.append("NOT (episode_id = ANY(?::VARCHAR[]))")
+            params.append(sorted(hidden))
         for clause, values in filters.where():
             clauses.append(clause)
             params += values
@@ -333,13 +338,14 @@ class IndexEngine:
         return self.count_where(*self.where(filters or Filters(), transcripts))
 
     def page(self, filters: Filters, transcripts: TranscriptWords | None = None, *, sort: str = "started",
-             descending: bool = True, page: int = 1, size: int = PAGE_SIZE) -> tuple[pa.Table, int, int, int]:
+             descending: bool = True, page: int = 1, size: int = PAGE_SIZE,
+             hidden: Collection[str] = ()) -> tuple[pa.Table, int, int, int]:
         """(the page's rows, how many match, the page number used, the number of pages). The page's ids are found
         first from the filter and sort columns, then its rows are read whole: by the ids' index in DuckDB's tables,
         from the page's files only when Parquet files are read in place (one query for whole rows sorted whole read
         every column of every matching row: twice the time of a filter at a million rows)."""
         order = order_by(sort, descending)
-        where, params = self.where(filters, transcripts)
+        where, params = self.where(filters, transcripts, hidden)
         size = max(1, int(size))
         with self._lock:
             total = int(self.sql(f"SELECT count(*) FROM rollouts WHERE {where}", params).fetchall()[0][0])

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from agent.match_runs import SKIP, MatchRegistry, VoteRefused, draw_pair, match_stop_token
+from agent.match_runs import BALLOT_S, SKIP, MatchRegistry, VoteRefused, draw_pair, match_stop_token
 from agent.quota import SaveQuota
 from agent.runs import CapacityError, RunRegistry
 from rollouts.arena import verdict
@@ -148,3 +148,28 @@ def test_a_random_pair_is_two_different_models():
     assert {draw_pair(pool)[0] for _ in range(60)} == {"baseline:greedy", "baseline:naive"}  # either side
     with pytest.raises(ValueError, match="at least two"):
         draw_pair(["baseline:greedy", "baseline:greedy"])
+
+
+def test_every_match_of_the_last_day_takes_votes_not_only_the_newest(tmp_path, env_url, monkeypatch):
+    """Before, only the newest 256 matches took votes: 20 addresses starting 15 matches each closed a victim's
+    ballot. Now a match past the newest `keep` keeps its ballot (its episodes' streams go) for a day."""
+    with RolloutStore(tmp_path / "rollouts", writer_id="w1") as store:
+        runs = RunRegistry(store.save, max_per_visitor=2)
+        matches = MatchRegistry(runs, MatchBook(store.root, "w1"), keep=1)
+        victims = played(matches, "baseline:greedy", "baseline:hasty", env_url, mode="random")
+        assert victims.concluded.wait(WAIT_S)
+        assert {r.episode_id for r in victims.runs} <= matches.withheld_episodes()
+        for n in range(3):  # others' matches push it out of the newest
+            other = played(matches, "baseline:naive", "baseline:hasty", env_url, visitor=f"ip:198.51.100.{n}")
+            assert other.concluded.wait(WAIT_S)
+        assert matches.get(victims.match_id) is None  # no longer held whole...
+        assert {r.episode_id for r in victims.runs} <= matches.withheld_episodes()  # ...still blind
+        counted = matches.vote(victims.match_id, "a", visitor="ip:203.0.113.9")  # ...and still taking votes
+        assert counted.row["votes"]["a"] == 1 and matches.book.get(victims.match_id)["votes"]["a"] == 1
+        with pytest.raises(VoteRefused, match="already voted"):
+            matches.vote(victims.match_id, "b", visitor="ip:203.0.113.9")
+        assert not {r.episode_id for r in victims.runs} & matches.withheld_episodes()  # decided: public
+        later = time.time() + BALLOT_S + 1
+        monkeypatch.setattr("agent.match_runs.time.time", lambda: later)
+        with pytest.raises(VoteRefused, match="Voting on this match is closed"):  # a day on, the ballot closes
+            matches.vote(victims.match_id, "b", visitor="ip:203.0.113.10")

@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import re
+import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -139,3 +140,29 @@ def test_exports_download_what_is_shown_and_model_text_stays_text(browse, new_pa
     with page.expect_download() as json_download:
         page.locator("#export-json").click()
     assert json.loads(Path(json_download.value.path()).read_text(encoding="utf-8"))["episode_id"] == "hostile01"
+
+
+def test_a_download_is_gone_once_fetched_and_a_refused_one_says_why(browse, new_page):
+    app, _, _, hostile = browse
+    downloads = app.ctx.downloads
+    page = new_page()
+    page.goto(f"{app.url}?tab=browse&rollout={hostile['episode_id']}")
+    expect(page.locator("#rollout-detail")).to_be_visible(timeout=45000)
+    with page.expect_download() as fetched:
+        page.locator("#export-csv").click()
+    assert Path(fetched.value.path()).read_text(encoding="utf-8").startswith('"run",')
+    # Served whole: the app's copy is gone (only the open rollout's JSON, not fetched, is held).
+    deadline = time.monotonic() + 5
+    while list(downloads.folder.rglob("rollouts-*.csv")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not list(downloads.folder.rglob("rollouts-*.csv"))
+    budget = downloads.visitor_bytes
+    downloads.visitor_bytes = 1  # every export is now over one visitor's budget
+    try:
+        page.locator("#export-csv").click()
+        # Over the visitor's budget: the export, or the open rollout's JSON already held.
+        expect(page.locator("#filter-note")).to_contain_text(re.compile("one download may be|Your downloads already "
+                                                                        "hold"), timeout=15000)
+    finally:
+        downloads.visitor_bytes = budget
+    assert not list(downloads.folder.rglob("rollouts-*.csv"))

@@ -10,7 +10,15 @@ import datasets
 import pytest
 
 from rollouts.layout import match_rel
-from rollouts.matches import MatchBook, MatchError, match_problem, match_row, no_votes, validate_match
+from rollouts.matches import (
+    MatchBook,
+    MatchError,
+    match_problem,
+    match_row,
+    no_votes,
+    validate_match,
+    vote_tally,
+)
 from rollouts.store import RolloutStore
 from testkit.fakehub import running_fakehub
 from testkit.records import make_record
@@ -62,6 +70,7 @@ def test_a_match_row_from_two_records_carries_rewards_verdict_and_no_votes():
     ({"votes": {"a": -1, "b": 0, "tie": 0, "both_bad": 0}}, "votes.a"),
     ({"votes": {"a": True, "b": 0, "tie": 0, "both_bad": 0}}, "votes.a"),
     ({"votes": {"a": 0, "b": 0, "tie": 0}}, "votes.both_bad"),
+    ({"votes": {"a": 10**30, "b": 0, "tie": 0, "both_bad": 0}}, "votes.a"),  # more than any match's voters
     ({"votes": {"a": 0, "b": 0, "tie": 0, "both_bad": 0, "meh": 1}}, "votes.meh"),
     ({"reward_a": float("nan")}, "reward_a"),
     ({"reward_a": "0.9"}, "reward_a"),
@@ -105,6 +114,25 @@ def test_the_book_appends_reads_and_counts_votes(tmp_path):
         book.vote("m0000000099", "a")
     with pytest.raises(MatchError):
         book.add({**a_match(), "mode": "blind"})
+
+
+def test_one_match_id_is_one_match_whatever_rows_are_added_after_it(tmp_path):
+    book = MatchBook(tmp_path, "w1")
+    row = book.add(a_match())
+    with pytest.raises(MatchError, match="a match already in this folder"):
+        book.add(a_match())  # the book writes no id twice
+    day = row["started"][:10]
+    forged = {**row, "model_a": "forged:model", "votes": {**row["votes"], "a": 999_999}}
+    (tmp_path / match_rel(day, "zz")).write_text(json.dumps(forged) + "\n")  # another file, later in path order
+    with (tmp_path / match_rel(day, "w1")).open("a") as own:  # the same id again in the book's own file
+        own.write(json.dumps(forged) + "\n")
+    (tmp_path / match_rel("2026-12-01", "aa")).parent.mkdir(parents=True)
+    (tmp_path / match_rel("2026-12-01", "aa")).write_text(json.dumps(forged) + "\n")  # not its own day's folder
+    for reader in (book, MatchBook(tmp_path, "w2")):  # this process, and a fresh one after a restart
+        assert reader.rows() == [row] and reader.get(row["match_id"]) == row
+        assert vote_tally(reader.rows())["openai:gpt-5.5"]["matches"] == 1  # counted once
+    assert MatchBook(tmp_path, "w2").vote(row["match_id"], "b")["votes"]["b"] == 1
+    assert book.get(row["match_id"])["model_a"] == "openai:gpt-5.5"
 
 
 def test_votes_from_many_threads_and_another_writer_are_all_counted_and_no_appended_row_is_lost(tmp_path):

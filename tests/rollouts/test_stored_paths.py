@@ -45,7 +45,7 @@ def planted(tmp_path: Path) -> SimpleNamespace:
     planted_file = root / "index" / "2026-01-01" / "planter.jsonl"
     planted_file.parent.mkdir(parents=True)
     planted_file.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    ctx = SimpleNamespace(store=store, registry=RunRegistry(store.save))
+    ctx = SimpleNamespace(store=store, registry=RunRegistry(store.save), public=lambda episode_id: True)
     yield SimpleNamespace(root=root, store=store, ctx=ctx, secret=secret, paths=paths)
     store.close()
 

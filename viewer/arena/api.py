@@ -26,24 +26,32 @@ def arena_start(ctx: AppContext, model_a: str = "", model_b: str = "", task_id: 
                 request: gr.Request = None) -> dict:
     """Start a match: `model_a` and `model_b` on `task_id` (random: a pair drawn from the models this Space can
     run, the two specs ignored). Returns {match_id, episode_a, episode_b, stop_token}; `/arena_stop` takes the
-    token. Keys come from the Space's environment only."""
+    token. In random mode the episode ids are null (each would name its model): `/arena_match` gives them once the
+    caller has voted or skipped. Keys come from the Space's environment only."""
     owner = getattr(request, "session_hash", None) or "api"
     try:
         match = begin_match(ctx, model_a, model_b, task_id, random, {}, owner, visitor_of(request))
     except FormError as exc:
         raise gr.Error(str(exc)) from None
-    return {"match_id": match.match_id, "episode_a": match.a.episode_id, "episode_b": match.b.episode_id,
-            "stop_token": match_stop_token(match.match_id)}
+    named = match.mode == "named"
+    return {"match_id": match.match_id, "episode_a": match.a.episode_id if named else None,
+            "episode_b": match.b.episode_id if named else None, "stop_token": match_stop_token(match.match_id)}
 
 
 def arena_match(ctx: AppContext, match_id: str, request: gr.Request = None) -> dict:
     """The match as it stands: {match_id, mode, task_id, state (running|ended), names, model_a, model_b,
     episode_a, episode_b, reward_a, reward_b, end_reason_a, end_reason_b, winner, verdict, votes, ballot, saved,
-    problem}. In random mode the models are null until the caller votes or skips; votes are null until then too."""
+    problem}. In random mode the models and the episodes are null until the caller votes or skips; votes are null
+    until then too."""
     match_id = _match_id(match_id)
     live = ctx.matches.get(match_id)
     if live is not None:
         return api_view(live_snapshot(live, visitor_of(request)))
+    return stored_view(ctx, match_id, visitor_of(request))
+
+
+def stored_view(ctx: AppContext, match_id: str, visitor: str) -> dict:
+    """A match no longer held whole, from its row and records (its ballot, when open, decides what is shown)."""
     row = ctx.matches.book.get(match_id)
     if row is None:
         raise gr.Error(f"no match {match_id} is running here or stored in this Space's folder")
@@ -53,7 +61,7 @@ def arena_match(ctx: AppContext, match_id: str, request: gr.Request = None) -> d
             records.append(ctx.records.get(episode_id)[0])
         except (RolloutNotFound, SourceError):
             records.append(None)
-    return api_view(stored_snapshot(row, (records[0], records[1])))
+    return api_view(stored_snapshot(row, (records[0], records[1]), ctx.matches.ballot_of(match_id), visitor))
 
 
 def arena_vote(ctx: AppContext, match_id: str, choice: str, request: gr.Request = None) -> dict:
@@ -67,6 +75,8 @@ def arena_vote(ctx: AppContext, match_id: str, choice: str, request: gr.Request 
         match = ctx.matches.vote(match_id, choice.strip(), visitor=visitor)
     except VoteRefused as exc:
         raise gr.Error(str(exc)) from None
+    if ctx.matches.get(match_id) is None:  # counted on its ballot: shown from its row
+        return stored_view(ctx, match_id, visitor)
     return api_view(live_snapshot(match, visitor))
 
 

@@ -126,9 +126,15 @@ def revealed_frame(section: ArenaSection, match: LiveMatch, request: gr.Request 
 
 
 def stored_match_frame(section: ArenaSection, row: dict, request: gr.Request | None) -> dict:
-    """A match no longer held here, replayed side by side from its row and both stored records."""
+    """A match no longer held whole here, replayed side by side from its row and both stored records (none while
+    its ballot hides them: an undecided random pair's rollouts are not public)."""
     records, out = [], {}
+    ballot = section.ctx.matches.ballot_of(row["match_id"])
     for side, episode_id in zip(section.sides, (row["episode_a"], row["episode_b"]), strict=True):
+        if ballot is not None and not ballot.names_shown_to(visitor_of(request)):
+            records.append(None)
+            out[side.status] = "The rollouts show once you vote or skip."
+            continue
         try:
             record, _ = section.ctx.records.get(episode_id)
         except (RolloutNotFound, SourceError) as exc:
@@ -137,6 +143,6 @@ def stored_match_frame(section: ArenaSection, row: dict, request: gr.Request | N
             continue
         records.append(record)
         out.update(replay_frame(side.slots(section.ctx, masked=False), record, request))
-    snap = stored_snapshot(row, (records[0], records[1]))
+    snap = stored_snapshot(row, (records[0], records[1]), ballot, visitor_of(request))
     state = {"id": row["match_id"], "task_id": row["task_id"], "stop_token": None}
     return {**out, **match_frame(section, snap, request), section.match: state}

@@ -234,6 +234,8 @@ def cast_vote(section: ArenaSection, choice: str, match: dict | None, request: g
         live = section.ctx.matches.vote(match_id, choice, visitor=visitor_of(request))
     except VoteRefused as exc:
         return {section.ballot: f"⚠️ {escape_md(exc)}"}
+    if section.ctx.matches.get(match_id) is None and live.row is not None:  # counted on its ballot
+        return stored_match_frame(section, live.row, request)
     return revealed_frame(section, live, request)
 
 

@@ -67,22 +67,26 @@ def live_snapshot(match: LiveMatch, visitor: str | None) -> Snapshot:
                     match.names_shown_to(visitor), match.ballot(visitor))
 
 
-def stored_snapshot(row: Mapping[str, Any], records: tuple[dict | None, dict | None]) -> Snapshot:
-    """A match no longer held here: from its row, its names shown (its votes are closed)."""
+def stored_snapshot(row: Mapping[str, Any], records: tuple[dict | None, dict | None],
+                    ballot: LiveMatch | None = None, visitor: str | None = None) -> Snapshot:
+    """A match no longer held whole here, from its row: with its `ballot` while that is open (names as they may be
+    shown to `visitor`), else its names shown and its votes closed."""
+    shown, stands = (ballot.names_shown_to(visitor), ballot.ballot(visitor)) if ballot else (True, "closed")
     return Snapshot(row["match_id"], row["mode"], row["task_id"], (row["model_a"], row["model_b"]),
-                    (row["episode_a"], row["episode_b"]), records, True, dict(row), None, True, "closed")
+                    (row["episode_a"], row["episode_b"]), records, True, dict(row), None, shown, stands)
 
 
 def api_view(snap: Snapshot) -> dict:
-    """The `/arena_match` answer: names null (and `names` saying so) until the caller may see them; votes null
-    until the caller has voted or skipped."""
+    """The `/arena_match` answer: names and episode ids null (and `names` saying so) until the caller may see
+    them; votes null until the caller has voted or skipped."""
     judged, row = snap.judged, snap.row or {}
     ends = [_end_reason(record) for record in snap.records]
     return {"match_id": snap.match_id, "mode": snap.mode, "task_id": snap.task_id,
             "state": "ended" if snap.ended else "running", "names": "shown" if snap.names_shown else HIDDEN,
             "model_a": snap.models[0] if snap.names_shown else None,
             "model_b": snap.models[1] if snap.names_shown else None,
-            "episode_a": snap.episodes[0], "episode_b": snap.episodes[1],
+            "episode_a": snap.episodes[0] if snap.names_shown else None,
+            "episode_b": snap.episodes[1] if snap.names_shown else None,
             "reward_a": row.get("reward_a"), "reward_b": row.get("reward_b"),
             "end_reason_a": ends[0], "end_reason_b": ends[1], "winner": row.get("winner"),
             "verdict": judged.sentence(snap.names(markdown=False)) if judged else None,

@@ -35,8 +35,10 @@ from viewer.browse.views import (
 )
 from viewer.chart import berth_chart, moved_ships, paired_charts
 from viewer.convergence import convergence_figure
+from viewer.downloads import SHARED, DownloadRefused
 from viewer.markdown import escape_cell, fmt_num
 from viewer.rollout_panel import cleared, draft, optimum, stored_rollout
+from viewer.visitors import visitor_of
 from viewer.wiring import base_url, unchanged
 
 log = logging.getLogger(__name__)
@@ -78,7 +80,8 @@ def open_row(section: BrowseSection, state: BrowseState, ids: list[str], evt: gr
     row = evt.index[0] if isinstance(evt.index, list | tuple) else evt.index
     if not isinstance(row, int) or not 0 <= row < len(ids):
         return unchanged(section.state)
-    return render(section, state, state.with_(rollout=ids[row], compare="", view="list"), base=base_url(request))
+    return render(section, state, state.with_(rollout=ids[row], compare="", view="list"), base=base_url(request),
+                  visitor=visitor_of(request))
 
 
 def step_row(section: BrowseSection, step: int, state: BrowseState, ids: list[str],
@@ -88,7 +91,8 @@ def step_row(section: BrowseSection, step: int, state: BrowseState, ids: list[st
         return unchanged(section.state)
     at = ids.index(state.rollout) + step if state.rollout in ids else 0
     return render(section, state, state.with_(rollout=ids[max(0, min(at, len(ids) - 1))], compare=""),
-                  base=base_url(request))
+                  base=base_url(request),
+                  visitor=visitor_of(request))
 
 
 def close_rollout(section: BrowseSection, state: BrowseState) -> dict:
@@ -121,7 +125,8 @@ def open_cell(section: BrowseSection, state: BrowseState, cells: dict, evt: gr.S
     episode_id = cells.get(f"{row},{column}")
     if not episode_id:
         return unchanged(section.state)
-    return render(section, state, state.with_(rollout=episode_id, compare="", view="list"), base=base_url(request))
+    return render(section, state, state.with_(rollout=episode_id, compare="", view="list"), base=base_url(request),
+                  visitor=visitor_of(request))
 
 
 def same_tasks_changed(section: BrowseSection, state: BrowseState, same: bool) -> dict:
@@ -166,14 +171,16 @@ def load_page(section: BrowseSection, request: gr.Request) -> dict:
     if not (query.get("tab") == "browse" or query.get("rollout")):
         return unchanged(section.state)
     new = state_from_query(str(request.url.query))
-    return {**render(section, None, new, form=True, base=base_url(request)), section.app_tabs: gr.Tabs(selected="browse")}
+    return {**render(section, None, new, form=True, base=base_url(request),
+                  visitor=visitor_of(request)), section.app_tabs: gr.Tabs(selected="browse")}
 
 
 def apply_popstate(section: BrowseSection, query: str, state: BrowseState, request: gr.Request = None) -> dict:
     """Back or forward in the browser: the state that URL holds (the page's own query, read in the browser)."""
     new = state_from_query(query or "")
     return render(section, state, new.with_(columns=state.columns, same_tasks=state.same_tasks), form=True,
-                  base=base_url(request))
+                  base=base_url(request),
+                  visitor=visitor_of(request))
 
 
 def refresh_if_changed(section: BrowseSection, state: BrowseState, version: int) -> dict:
@@ -191,24 +198,29 @@ def tab_selected(section: BrowseSection, state: BrowseState) -> dict:
     return {**render(section, state, state, force_list=True), section.timer: gr.Timer(active=True)}
 
 
-def export_rows(section: BrowseSection, fmt: str, state: BrowseState) -> dict:
+def export_rows(section: BrowseSection, fmt: str, state: BrowseState, request: gr.Request = None) -> dict:
+    """The list as a file to download, within the downloads' bounds (viewer/downloads.py): a refusal is shown,
+    saying why, and the button is left with nothing to fetch."""
     ctx = section.ctx
-    path = ctx.archive.export(state.filters, ctx.downloads.new_folder(), fmt=fmt, sort=state.sort,
-                              descending=state.descending)
-    return {section.export_file: gr.DownloadButton(value=str(path))}
+    try:
+        path = ctx.downloads.make_in(lambda folder: ctx.archive.export(
+            state.filters, folder, fmt=fmt, sort=state.sort, descending=state.descending), visitor=visitor_of(request))
+    except DownloadRefused as exc:
+        return {section.export_file: gr.DownloadButton(value=None), section.filter_note: f"⚠️ {escape_cell(str(exc))}"}
+    return {section.export_file: gr.DownloadButton(value=str(path)), section.filter_note: problems_note(state)}
 
 
 # -- from a state to the page ------------------------------------------------------------------------------------
 
 def render(section: BrowseSection, old: BrowseState | None, new: BrowseState, *, form: bool = False,
-           force_list: bool = False, base: str | None = None) -> dict:
+           force_list: bool = False, base: str | None = None, visitor: str = SHARED) -> dict:
     out: dict = {section.state: new, section.url: new.to_query(), section.views: gr.Tabs(selected=new.view)}
     if form:
         out.update(form_values(section, new))
     if force_list or old is None or _list_key(old) != _list_key(new):
         out.update(list_view(section, new))
     if old is None or old.rollout != new.rollout:
-        out.update(detail_view(section, new, base))
+        out.update(detail_view(section, new, base, visitor))
     if new.view == "board" and (old is None or old.view != "board" or _list_key(old) != _list_key(new)
                                 or force_list):
         out.update(board_view(section, new))
@@ -238,15 +250,20 @@ def list_view(section: BrowseSection, state: BrowseState) -> dict:
     first = (page - 1) * PAGE_SIZE + 1
     info = f"{first:,}–{first + rows.num_rows - 1:,} of {total:,} · page {page} of {pages}" if total else \
         "no rollouts match"
-    problems = [*state.problems, *filters.problems]
     choices = archive.options()
     return {section.table: list_table(rows, state.columns),
             section.page_ids: [str(e) for e in rows.column("episode_id").to_pylist()],
             section.page_info: info, section.version: archive.version,
             section.status: status_markdown(archive.statuses(), shown=total, total=archive.total()),
-            section.filter_note: ("⚠️ " + " · ".join(escape_cell(p) for p in problems)) if problems else "",
+            section.filter_note: problems_note(state),
             **{section.filters[name]: gr.Dropdown(choices=_with(values, filters[name]))
                for name, values in choices.items() if BY_NAME[name].kind == "choices"}}
+
+
+def problems_note(state: BrowseState) -> str:
+    """The line under the bar: what was wrong with the link's or the form's values, if anything."""
+    problems = [*state.problems, *state.filters.problems]
+    return ("⚠️ " + " · ".join(escape_cell(p) for p in problems)) if problems else ""
 
 
 def _with(choices: list[str], chosen: tuple[str, ...]) -> list[str]:
@@ -254,7 +271,7 @@ def _with(choices: list[str], chosen: tuple[str, ...]) -> list[str]:
     return choices + [c for c in chosen if c not in choices]
 
 
-def detail_view(section: BrowseSection, state: BrowseState, base: str | None) -> dict:
+def detail_view(section: BrowseSection, state: BrowseState, base: str | None, visitor: str = SHARED) -> dict:
     if not state.rollout:
         return {section.detail: gr.Column(visible=False), section.message: "", section.head: "",
                 section.title: APP_TITLE}
@@ -267,16 +284,26 @@ def detail_view(section: BrowseSection, state: BrowseState, base: str | None) ->
     view = RecordView(record)
     task = _task(section, record)
     note = "" if task else "This task is not in this Space's task pack, so its plans cannot be drawn."
+    download, refused = _record_download(ctx, state.rollout, record, visitor)
     others = ctx.archive.same_task(view.task_id, exclude=state.rollout)
     picks = [(f"B: {r['model']} · {float(r['reward'] or 0):.3f} · {r['episode_id']}", str(r["episode_id"]))
              for r in others]
-    return {section.detail: gr.Column(visible=True), section.message: note,
+    return {section.detail: gr.Column(visible=True), section.message: " ".join(filter(None, (note, refused))),
             section.head: detail_header(record, row), section.title: page_title(record),
             section.share: ctx.rollout_link(state.rollout, base),
-            section.export_json: gr.DownloadButton(value=str(ctx.downloads.record_json(state.rollout, record))),
+            section.export_json: download,
             section.compare_pick: gr.Dropdown(choices=picks, value=state.compare or None,
                                               label=f"Compare A with B: {len(picks)} more rollouts of this task"),
             **stored_rollout(section.panel, record, task)}
+
+
+def _record_download(ctx: Any, episode_id: str, record: dict, visitor: str) -> tuple[gr.DownloadButton, str]:
+    """The open rollout's JSON to download, or, past the downloads' bounds, a button with nothing to fetch and
+    the line saying why."""
+    try:
+        return gr.DownloadButton(value=str(ctx.downloads.record_json(episode_id, record, visitor=visitor)), interactive=True), ""
+    except DownloadRefused as exc:
+        return gr.DownloadButton(value=None, interactive=False), f"⚠️ JSON download: {escape_cell(str(exc))}"
 
 
 def board_view(section: BrowseSection, state: BrowseState) -> dict:

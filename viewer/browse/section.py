@@ -250,5 +250,5 @@ def _wire(s: BrowseSection) -> None:
     s.url.change(None, [s.url], None, js=PUSH_URL_JS, **private)
     s.title.change(None, [s.title], None, js=SET_TITLE_JS, **private)
     for fmt, button in (("csv", s.export_csv), ("parquet", s.export_parquet)):
-        button.click(bind(on.export_rows, s, fmt), [s.state], [s.export_file], **private).then(
+        button.click(bind(on.export_rows, s, fmt), [s.state], [s.export_file, s.filter_note], **private).then(
             None, js=DOWNLOAD_JS, **private)

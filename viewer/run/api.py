@@ -29,6 +29,8 @@ def rollout(ctx: AppContext, episode_id: str) -> dict:
     episode_id = (episode_id or "").strip()
     if not valid_episode_id(episode_id):
         raise gr.Error("malformed episode id")
+    if not ctx.public(episode_id):  # a hidden side of a random match: as unknown until the vote
+        raise gr.Error(f"no rollout {episode_id}")
     live = ctx.registry.get(episode_id)
     if live is not None and live.record is not None:
         return live.record

@@ -270,6 +270,9 @@ async def attach_episode(section: RunSection, episode_id: str, request: gr.Reque
     if not valid_episode_id(episode_id):
         yield {section.status: "⚠️ That episode id is malformed."}
         return
+    if not section.ctx.public(episode_id):  # a hidden side of a random match: as unknown until the vote
+        yield {section.status: f"⚠️ No episode `{episode_id}` is running here or stored."}
+        return
     run = section.ctx.registry.get(episode_id)
     if run is not None:
         task = await in_worker(section.ctx.task_for, run.task_id, None)

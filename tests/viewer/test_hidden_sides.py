@@ -1,0 +1,90 @@
+"""A random match's sides stay hidden at every door until the vote or the skip (agent.match_runs'
+`withheld_episodes`, asked by each): the share page, its card and raw JSON, `/rollout`, `/browse_record`, Browse's
+list and `?episode=`; `/arena_start` gives no episode id. Before, `/arena_start` handed out both ids and `/r/<id>`
+of a hidden side was titled with its model."""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+
+import httpx
+import pytest
+from gradio_client import Client
+
+from testkit import aio
+from testkit.tasks import TASK_ID
+from viewer.run.section import attach_episode
+
+UNKNOWN = "abcdef012345"
+
+
+@pytest.fixture(scope="module")
+def client(arena):
+    return Client(arena.url, verbose=False)
+
+
+def sides(arena, match_id: str) -> tuple[str, str]:
+    match = arena.ctx.matches.get(match_id)
+    return match.a.episode_id, match.b.episode_id
+
+
+def ended(client: Client, match_id: str, timeout: float = 60.0) -> dict:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        answer = client.predict(match_id, api_name="/arena_match")
+        if answer["state"] == "ended" and answer["ballot"] != "wait":
+            return answer
+        time.sleep(0.2)
+    raise AssertionError(f"match {match_id} did not end")
+
+
+def shares(arena, episode_id: str) -> list[tuple[int, bytes]]:
+    return [(r.status_code, r.content) for r in
+            (httpx.get(f"{arena.url}r/{episode_id}{tail}") for tail in ("", ".png", ".json"))]
+
+
+def assert_hidden(arena, client: Client, episode_id: str) -> None:
+    assert shares(arena, episode_id) == shares(arena, UNKNOWN)  # the one answer for any unknown id
+    assert {status for status, _ in shares(arena, episode_id)} == {404}
+    with pytest.raises(Exception, match=f"no rollout {episode_id}"):
+        client.predict(episode_id, api_name="/rollout")
+    with pytest.raises(Exception, match=f"No rollout `{episode_id}`"):
+        client.predict(episode_id, api_name="/browse_record")
+    assert episode_id not in str(client.predict(api_name="/browse_rollouts"))
+    assert episode_id not in str(arena.ctx.archive.same_task(TASK_ID))  # Browse's compare picker
+    # The Run tab's `?episode=` link: as for an id nothing has.
+    section = SimpleNamespace(ctx=arena.ctx, status="status")
+
+    async def frames(which: str) -> list[dict]:
+        return [frame async for frame in attach_episode(section, which, None)]
+
+    assert aio.run(frames(episode_id)) == [{"status": f"⚠️ No episode `{episode_id}` is running here or stored."}]
+
+
+def test_a_random_pairs_episodes_are_unknown_everywhere_until_the_vote(arena, client, monkeypatch):
+    monkeypatch.setattr(arena.ctx.settings, "baseline_pace_s", 0.3)  # still playing at the first look
+    started = client.predict("", "", TASK_ID, True, api_name="/arena_start")
+    assert started["episode_a"] is None and started["episode_b"] is None and started["match_id"]
+    a, b = sides(arena, started["match_id"])
+    assert shares(arena, a) == shares(arena, UNKNOWN)  # while it plays: no live page, no card
+    with pytest.raises(Exception, match=f"no rollout {a}"):
+        client.predict(a, api_name="/rollout")
+    match = ended(client, started["match_id"])
+    assert match["episode_a"] is None and match["model_a"] is None
+    for episode_id in (a, b):
+        assert_hidden(arena, client, episode_id)
+        assert arena.ctx.store.load(episode_id)["model"].startswith("baseline:")  # saved all the same
+    # Someone skips (sees the names): the pair is decided, its rollouts public like any other.
+    seen = client.predict(started["match_id"], "skip", api_name="/arena_vote")
+    assert (seen["episode_a"], seen["episode_b"]) == (a, b) and seen["model_a"]
+    assert [status for status, _ in shares(arena, a)] == [200, 200, 200]
+    assert client.predict(b, api_name="/browse_record")["episode_id"] == b
+    assert client.predict(a, api_name="/rollout")["model"] == seen["model_a"]
+
+
+def test_a_named_match_is_public_at_once(arena, client):
+    started = client.predict("baseline:greedy", "baseline:hasty", TASK_ID, False, api_name="/arena_start")
+    assert started["episode_a"] and started["episode_b"]
+    ended(client, started["match_id"])
+    assert client.predict(started["episode_a"], api_name="/browse_record")["model"] == "baseline:greedy"
