@@ -189,4 +189,4 @@ def test_on_local_the_shards_are_processes_of_this_machine(tmp_path, monkeypatch
                     (json.loads(p.read_text()) for p in here.glob("rollouts/*/*.json")))
     assert played == sorted(grid_cells(eval_tasks(3), BASELINES))
     assert [s["stage"] for s in state_file(here, "sweep-here")["shards"]] == ["COMPLETED", "COMPLETED"]
-    assert "| baseline:greedy | 3 |" in ran.out and "episodes saved: 6/6" in ran.err
+    assert re.search(r"^baseline:greedy +3 ", ran.out, re.M) and "episodes saved: 6/6" in ran.err

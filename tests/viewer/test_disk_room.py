@@ -13,14 +13,13 @@ from agent.runs import CapacityError, RunRegistry
 from rollouts import journal
 from rollouts.store import RolloutStore
 from testkit.tasks import TASK_ID
-from viewer.context import saved_if_played
 
 ROOM_FOR_ONE = journal.EPISODE_ROOM + journal.DISK_MARGIN
 
 
 def test_a_start_the_disk_cannot_hold_is_refused_saying_so_and_starts_nothing(tmp_path, env_url):
     with RolloutStore(tmp_path / "rollouts") as store:
-        runs = RunRegistry(saved_if_played(store.save), max_per_visitor=4, journal=store.running)
+        runs = RunRegistry(store.save, max_per_visitor=4, journal=store.running)
         free = [ROOM_FOR_ONE - 1]
         store.running.free_bytes = lambda: free[0]
         with pytest.raises(CapacityError, match=r"has \d+ MB free, too little to keep this run .*nothing was "
