@@ -17,7 +17,7 @@ from testkit.app import launched_app
 
 def test_a_match_killed_mid_play_is_found_with_its_sides_end_reasons(tmp_path, warm_python):
     root = tmp_path / "rollouts"
-    child = warm_python.popen("testkit.playing_child", str(root), "2", "30", "match")
+    child = warm_python.popen("testkit.playing_child", str(root), "2", "4", "match")  # 4 s a step: killed between the first turn and the next
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
