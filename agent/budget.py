@@ -263,12 +263,13 @@ def _over(left: Left, limits: BudgetLimits, tokens: int, usd: float) -> str | No
     space = _short(left.space_tokens, limits.space_tokens_per_day, left.space_usd, limits.space_usd_per_day, tokens,
                    usd)
     if space:
-        return f"The Space's budget for today is spent: this may use up to {space} left until 00:00 UTC.{own}"
+        return (f"The Space's budget for today cannot cover this run: it may use up to {space} left until 00:00 "
+                f"UTC.{own}")
     mine = _short(left.visitor_tokens, limits.visitor_tokens_per_hour, left.visitor_usd, limits.visitor_usd_per_hour,
                   tokens, usd)
     if mine:
-        return (f"Your share of the Space's budget for this hour is spent: this may use up to {mine} left for you "
-                "(every tab and API client of one address or account together; it frees up as your runs of the "
+        return (f"Your share of the Space's budget for this hour cannot cover this run: it may use up to {mine} left "
+                "for you (every tab and API client of one address or account together; it frees up as your runs of the "
                 f"last hour age).{own}")
     return None
 

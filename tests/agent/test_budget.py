@@ -69,7 +69,7 @@ def test_only_runs_on_the_spaces_keys_are_charged(space_key):
     # The visitor's own key is theirs to spend: no hold, however small the Space's budget.
     assert budget.reserve("v", one(keys={"hf": "hf_visitors_own"})) == [None]
     assert budget.reserve("v", [("baseline:greedy", {})]) == [None]
-    with pytest.raises(BudgetExceeded, match="The Space's budget for today is spent"):
+    with pytest.raises(BudgetExceeded, match="The Space's budget for today cannot cover this run"):
         budget.reserve("v", one())
 
 
@@ -121,11 +121,11 @@ def test_a_visitors_hour_slides_and_the_spaces_day_ends_at_midnight_utc(space_ke
     budget = SpendBudget(BudgetLimits(visitor_tokens_per_hour=tokens * 2, visitor_usd_per_hour=0,
                                       space_tokens_per_day=tokens * 3, space_usd_per_day=0), clock=clock)
     budget.reserve("v", one() * 2)
-    with pytest.raises(BudgetExceeded, match="Your share of the Space's budget for this hour is spent") as refused:
+    with pytest.raises(BudgetExceeded, match="Your share of the Space's budget for this hour cannot cover") as refused:
         budget.reserve("v", one())
     assert "Paste your own API key" in str(refused.value)
     budget.reserve("w", one())  # another visitor still has their hour; the Space's day is now spent
-    with pytest.raises(BudgetExceeded, match="for today is spent"):
+    with pytest.raises(BudgetExceeded, match="for today cannot cover this run"):
         budget.reserve("x", one())
     clock.now += 59 * 60 + 29  # 23:59:59: the day has not ended, nor v's hour
     with pytest.raises(BudgetExceeded):
@@ -196,7 +196,7 @@ def test_a_run_on_the_spaces_key_holds_its_worst_case_and_settles_to_its_record(
     run = registry.start(MODEL, TASK_ID, owner="page", visitor="v", **options)
     assert run.hold is not None and (run.hold.tokens, run.hold.usd) == (tokens, pytest.approx(usd))
     # While it plays, its worst case is held: a second run of the same visitor does not fit.
-    with pytest.raises(CapacityError, match="for this hour is spent"):
+    with pytest.raises(CapacityError, match="for this hour cannot cover this run"):
         registry.start(MODEL, TASK_ID, owner="page2", visitor="v", **options)
     # A visitor's own key is theirs to spend: it starts, and holds nothing.
     assert asked.wait(30)  # the held run's turn is the peer's first answer

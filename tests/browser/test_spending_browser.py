@@ -57,7 +57,8 @@ def test_a_spent_budget_refuses_the_run_saying_why(arena, new_page, space_key):
         pick(page, "model", MODEL)
         expect(page.locator("#budget-note")).to_contain_text("left today")
         page.locator("#run").click()
-        expect(page.locator("#status")).to_contain_text("The Space's budget for today is spent", timeout=30000)
+        expect(page.locator("#status")).to_contain_text("The Space's budget for today cannot cover this run",
+                                                        timeout=30000)
         expect(page.locator("#status")).to_contain_text("Paste your own API key")
         page.screenshot(path=str(ARTIFACTS / "run-budget-spent-phone.png"))
     finally:

@@ -54,10 +54,10 @@ def test_a_spent_budget_refuses_the_run_and_the_random_pair_but_not_a_baseline(a
     client = Client(arena.url, verbose=False)
     before = len(arena.ctx.store.rows())
     message = refusal(client, MODEL, TASK_ID, 2, 1000, "embedded")
-    assert "The Space's budget for today is spent" in message and "until 00:00 UTC" in message
+    assert "The Space's budget for today cannot cover this run" in message and "until 00:00 UTC" in message
     # A match on the Space's keys is held whole: its pair does not fit, so neither side starts.
     message = refusal(client, MODEL, "baseline:greedy", TASK_ID, False, api_name="/arena_start")
-    assert "The Space's budget for today is spent" in message
+    assert "The Space's budget for today cannot cover this run" in message
     assert len(arena.ctx.store.rows()) == before
     assert spending.left("127.0.0.1").space_tokens == tokens - 1  # nothing held by the refusals
     # A baseline spends nothing of it.
