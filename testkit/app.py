@@ -87,3 +87,14 @@ def serving(asgi_app: Any, host: str = "127.0.0.1", port: int | None = None) -> 
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+def match_ended(client: Any, match_id: str, timeout: float = 60.0) -> dict:
+    """`/arena_match`'s answer for `match_id` once both episodes have ended and it is saved (or known not to be)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        answer = client.predict(match_id, api_name="/arena_match")
+        if answer["state"] == "ended" and answer["ballot"] != "wait":
+            return answer
+        time.sleep(0.2)
+    raise AssertionError(f"match {match_id} did not end")

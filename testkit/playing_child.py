@@ -5,16 +5,23 @@ victim of the crash tests (`kill -9` it, then open the folder again).
 
 It prints `started <episode_id>` for each episode it starts, then waits until it is killed. With `match`, the
 episodes are one random arena match's two sides (agent.match_runs), and it prints `match <match_id>` first.
+`killed_after_first_turns` starts it, and kills it once every episode is a rollout (one turn taken) and not yet done.
 """
 
 from __future__ import annotations
 
+import json
+import signal
 import sys
 import threading
+import time
+from pathlib import Path
+from typing import Any
 
 from agent.match_runs import MatchRegistry
 from agent.runs import RunRegistry
 from berth_env.embedded import embedded_url
+from rollouts.journal import RUNNING_DIR
 from rollouts.matches import MatchBook
 from rollouts.store import RolloutStore
 from testkit.tasks import TASK_ID
@@ -37,6 +44,42 @@ def main(folder: str, episodes: int, pace_s: float = 5.0, match: bool = False) -
                              baseline_pace_s=pace_s)
         print("started", run.episode_id, flush=True)
     threading.Event().wait()
+
+
+def journal_entries(root: Path) -> dict[str, dict]:
+    """The records of the episodes running in `root`'s crash journal, by episode id, as they stand now."""
+    found = {}
+    for path in (root / RUNNING_DIR).glob("*.json"):
+        try:
+            found[path.stem] = json.loads(path.read_bytes())["record"]
+        except (OSError, ValueError, KeyError):
+            continue  # being replaced right now
+    return found
+
+
+def killed_after_first_turns(warm_python: Any, root: Path, episodes: int, pace_s: float = 4.0,
+                             match: bool = False) -> tuple[str, dict[str, dict]]:
+    """Play `episodes` (a match's two sides with `match`) in this child, `kill -9` it once each has taken its first
+    turn (killed before, it would be no rollout) and, `pace_s` a step, none has finished; what it printed and the
+    journal's records as they stood at the kill."""
+    child = warm_python.popen("testkit.playing_child", str(root), str(episodes), str(pace_s),
+                              *(["match"] if match else []))
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            entries = journal_entries(root)
+            if len(entries) == episodes and all(r.get("turns", 0) >= 1 for r in entries.values()):
+                break
+            assert child.poll() is None, child.output("stderr")
+            time.sleep(0.2)
+        else:
+            raise AssertionError(f"the episodes never took a turn: {child.output('stderr')}")
+        child.send_signal(signal.SIGKILL)
+        child.wait(10)
+    finally:
+        if child.poll() is None:
+            child.send_signal(signal.SIGKILL)
+    return child.output("stdout"), journal_entries(root)
 
 
 if __name__ == "__main__":

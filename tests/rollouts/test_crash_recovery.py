@@ -5,46 +5,17 @@ tests/rollouts/test_not_started.py); an episode a live process is still playing 
 from __future__ import annotations
 
 import json
-import signal
-import time
-from pathlib import Path
 
 from rollouts.archive import Archive
 from rollouts.journal import RUNNING_DIR, RunningJournal
 from rollouts.store import RolloutStore
+from testkit.playing_child import killed_after_first_turns
 from testkit.records import make_record
-
-
-def _entries(root: Path) -> dict[str, dict]:
-    found = {}
-    for path in (root / RUNNING_DIR).glob("*.json"):
-        try:
-            found[path.stem] = json.loads(path.read_bytes())["record"]
-        except (OSError, ValueError, KeyError):
-            continue  # being replaced right now
-    return found
 
 
 def test_episodes_killed_mid_run_become_interrupted_records_on_the_next_start(tmp_path, warm_python):
     root = tmp_path / "rollouts"
-    child = warm_python.popen("testkit.playing_child", str(root), "3", "4")
-    try:
-        deadline = time.monotonic() + 60
-        # Wait until each episode has taken its first turn (one killed before would be no rollout) and no second.
-        while time.monotonic() < deadline:
-            entries = _entries(root)
-            if len(entries) == 3 and all(r["turns"] >= 1 for r in entries.values()):
-                break
-            assert child.poll() is None, child.output("stderr")
-            time.sleep(0.2)
-        else:
-            raise AssertionError(f"the episodes never took a turn: {child.output('stderr')}")
-        child.send_signal(signal.SIGKILL)
-        child.wait(10)
-    finally:
-        if child.poll() is None:
-            child.send_signal(signal.SIGKILL)
-    streamed = _entries(root)
+    _, streamed = killed_after_first_turns(warm_python, root, 3)
     assert not any(root.glob("rollouts/*/*.json")), "nothing was saved before the kill"
 
     with RolloutStore(root) as store:

@@ -17,6 +17,7 @@ from gradio_client import Client
 from agent.cli import main as agent_main
 from rollouts.filters import Filters
 from testkit import aio
+from testkit.app import match_ended
 from testkit.records import make_record
 from testkit.tasks import TASK_ID
 from viewer.arena.section import attach_match
@@ -31,21 +32,10 @@ def client(arena):
     return Client(arena.url, verbose=False)
 
 
-def ended(client: Client, match_id: str, timeout: float = 60.0) -> dict:
-    """The match once both episodes have ended and it is saved (or known not to be)."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        answer = client.predict(match_id, api_name="/arena_match")
-        if answer["state"] == "ended" and answer["ballot"] != "wait":
-            return answer
-        time.sleep(0.2)
-    raise AssertionError(f"match {match_id} did not end")
-
-
 def test_a_named_match_of_two_baselines_runs_to_a_verdict_saved_as_a_match(arena, client):
     started = client.predict(*PAIR, TASK_ID, False, api_name="/arena_start")
     assert set(started) == {"match_id", "episode_a", "episode_b", "stop_token"}
-    match = ended(client, started["match_id"])
+    match = match_ended(client, started["match_id"])
     assert (match["model_a"], match["model_b"], match["names"], match["mode"]) == (*PAIR, "shown", "named")
     a, b = (client.predict(started[f"episode_{side}"], api_name="/browse_record") for side in "ab")
     assert (a["model"], b["model"]) == PAIR and a["task_id"] == b["task_id"] == TASK_ID  # ordinary rollouts
@@ -73,7 +63,7 @@ def test_a_random_match_keeps_its_names_out_of_every_answer_until_the_vote(arena
     running = client.predict(started["match_id"], api_name="/arena_match")
     with pytest.raises(Exception, match="still being played"):
         client.predict(started["match_id"], "a", api_name="/arena_vote")
-    match = ended(client, started["match_id"])
+    match = match_ended(client, started["match_id"])
     for answer in (started, running, match):
         assert "baseline:" not in json.dumps(answer), answer
     assert match["model_a"] is match["model_b"] is None and match["names"] == "hidden until you vote or skip"
@@ -112,7 +102,7 @@ def test_a_match_counts_as_two_runs_stops_with_its_token_and_bad_ids_are_refused
         assert time.monotonic() < deadline, "the sides never took a turn"
         time.sleep(0.05)
     assert other.predict(started["match_id"], started["stop_token"], api_name="/arena_stop") is True
-    match = ended(client, started["match_id"])
+    match = match_ended(client, started["match_id"])
     assert (match["end_reason_a"], match["end_reason_b"]) == ("stopped", "stopped") and match["saved"]
     with pytest.raises(Exception, match="malformed match id"):
         client.predict("../../etc", api_name="/arena_match")

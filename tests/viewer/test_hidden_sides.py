@@ -5,7 +5,6 @@ of a hidden side was titled with its model."""
 
 from __future__ import annotations
 
-import time
 from types import SimpleNamespace
 
 import httpx
@@ -13,6 +12,7 @@ import pytest
 from gradio_client import Client
 
 from testkit import aio
+from testkit.app import match_ended
 from testkit.tasks import TASK_ID
 from viewer.run.section import attach_episode
 
@@ -27,16 +27,6 @@ def client(arena):
 def sides(arena, match_id: str) -> tuple[str, str]:
     match = arena.ctx.matches.get(match_id)
     return match.a.episode_id, match.b.episode_id
-
-
-def ended(client: Client, match_id: str, timeout: float = 60.0) -> dict:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        answer = client.predict(match_id, api_name="/arena_match")
-        if answer["state"] == "ended" and answer["ballot"] != "wait":
-            return answer
-        time.sleep(0.2)
-    raise AssertionError(f"match {match_id} did not end")
 
 
 def shares(arena, episode_id: str) -> list[tuple[int, bytes]]:
@@ -70,7 +60,7 @@ def test_a_random_pairs_episodes_are_unknown_everywhere_until_the_vote(arena, cl
     assert shares(arena, a) == shares(arena, UNKNOWN)  # while it plays: no live page, no card
     with pytest.raises(Exception, match=f"no rollout {a}"):
         client.predict(a, api_name="/rollout")
-    match = ended(client, started["match_id"])
+    match = match_ended(client, started["match_id"])
     assert match["episode_a"] is None and match["model_a"] is None
     for episode_id in (a, b):
         assert_hidden(arena, client, episode_id)
@@ -86,5 +76,5 @@ def test_a_random_pairs_episodes_are_unknown_everywhere_until_the_vote(arena, cl
 def test_a_named_match_is_public_at_once(arena, client):
     started = client.predict("baseline:greedy", "baseline:hasty", TASK_ID, False, api_name="/arena_start")
     assert started["episode_a"] and started["episode_b"]
-    ended(client, started["match_id"])
+    match_ended(client, started["match_id"])
     assert client.predict(started["episode_a"], api_name="/browse_record")["model"] == "baseline:greedy"

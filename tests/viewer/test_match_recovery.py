@@ -4,37 +4,17 @@ and `MatchBook.recover`). Before, it left its two episodes and no row: "no such 
 
 from __future__ import annotations
 
-import json
-import signal
-import time
-
 from gradio_client import Client
 
-from rollouts.journal import RUNNING_DIR
 from rollouts.matches import PENDING_DIR
 from testkit.app import launched_app
+from testkit.playing_child import killed_after_first_turns
 
 
 def test_a_match_killed_mid_play_is_found_with_its_sides_end_reasons(tmp_path, warm_python):
     root = tmp_path / "rollouts"
-    child = warm_python.popen("testkit.playing_child", str(root), "2", "4", "match")  # 4 s a step: killed between the first turn and the next
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            entries = [json.loads(p.read_bytes())["record"] for p in (root / RUNNING_DIR).glob("*.json")
-                       if p.stat().st_size]
-            if len(entries) == 2 and all(r.get("turns", 0) >= 1 for r in entries):  # both started: rollouts
-                break
-            assert child.poll() is None, child.output("stderr")
-            time.sleep(0.2)
-        else:
-            raise AssertionError(f"the match never started: {child.output('stderr')}")
-        child.send_signal(signal.SIGKILL)
-        child.wait(10)
-    finally:
-        if child.poll() is None:
-            child.send_signal(signal.SIGKILL)
-    printed = child.output("stdout").split()
+    stdout, _ = killed_after_first_turns(warm_python, root, 2, match=True)
+    printed = stdout.split()
     match_id = printed[printed.index("match") + 1]
     episodes = [printed[i + 1] for i, word in enumerate(printed) if word == "started"]
     assert list((root / PENDING_DIR).glob("*.json")) and not list(root.glob("matches/*/*.jsonl"))
