@@ -30,6 +30,7 @@ import os
 import secrets
 import threading
 import time
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -325,6 +326,13 @@ class RolloutStore:
         with the next push. A MatchBook's `on_write`."""
         if self._pusher:
             self._pusher.notify(rel)
+
+    def hold_back(self, withheld: Callable[[], Collection[str]]) -> None:
+        """Keep the files of the episodes `withheld()` names (asked before each push) off the Hub until they are
+        public: their records, traces and index and match rows (rollouts.withheld), pushed once it no longer names
+        them. Nothing is held back for a local-only store, which pushes nothing."""
+        if self._pusher:
+            self._pusher.withheld = withheld
 
     def status(self) -> dict:
         """{"saved", "waiting", "last_push", "last_error", "dataset"} for the UI: saved = rollouts in the folder,
