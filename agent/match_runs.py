@@ -14,7 +14,8 @@ episodes streamed to any page), an older one only as its ballot, shown from its 
 
 Whether an episode is public yet is decided here (`withheld_episodes`), and every door that shows a rollout asks:
 the two episodes of a random match are not public until someone has voted or skipped on it (or its ballot has
-closed), so no page, card, record or list names a hidden side before the vote.
+closed), so no page, card, record or list names a hidden side before the vote; the store's pusher asks too
+(RolloutStore.hold_back), so the Hub dataset gets their files and rows only then.
 """
 
 from __future__ import annotations
