@@ -1,17 +1,19 @@
 """A withheld episode stays off the Hub until it is public (rollouts.withheld through rollouts.hub_push), with the
 real huggingface_hub against testkit/fakehub.py: a random match's two records, traces, index rows and match row
-are absent while nobody has voted or skipped, and arrive at the next timed push after the vote, each file once;
+are absent while nobody has voted or skipped, and arrive at the next timed push after the vote, the skip or the
+ballot's day, each file once;
 the rest of the folder goes up meanwhile; a restart pushes what an earlier run held back; a compaction never folds
 a held row into a Parquet file that goes up."""
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from agent.match_runs import SKIP, MatchRegistry
+from agent.match_runs import BALLOT_S, SKIP, MatchRegistry
 from agent.runs import RunRegistry
 from rollouts import hub_push
 from rollouts.matches import MatchBook
@@ -72,9 +74,9 @@ def pushed_once_but_rows(hub) -> bool:
                or rel.startswith("traces/"))
 
 
-@pytest.mark.parametrize("decision", ["a", SKIP])
+@pytest.mark.parametrize("decision", ["a", SKIP, "a day on"])
 def test_a_random_match_reaches_the_hub_only_after_the_vote_or_the_skip(tmp_path, hub, open_store, env_url,
-                                                                          decision):
+                                                                          monkeypatch, decision):
     store = open_store(tmp_path, push_every_s=0.3)  # the timer, not a flush, carries the released files up
     runs = RunRegistry(store.save, max_per_visitor=4)
     matches = MatchRegistry(runs, MatchBook(store.root, store.writer_id, on_write=store.notify))
@@ -99,12 +101,15 @@ def test_a_random_match_reaches_the_hub_only_after_the_vote_or_the_skip(tmp_path
     assert set(on_hub) == set(local) - {rel for rel in naming(local, hidden_ids) if not rel.endswith("w.jsonl")}
     assert store.status()["waiting"] == 2  # the two held records
 
-    matches.vote(hidden.match_id, decision, visitor="ip:192.0.2.9")
+    if decision == "a day on":  # nobody voted: the ballot closes and the pair is public (the rule's day)
+        later = time.time() + BALLOT_S + 1
+        monkeypatch.setattr("agent.match_runs.time.time", lambda: later)
+    else:
+        matches.vote(hidden.match_id, decision, visitor="ip:192.0.2.9")
     assert not matches.withheld_episodes()
     # No save, no flush: the next timed push takes what was held.
-    assert wait_for(lambda: hub.files(REPO) == everything(tmp_path), timeout=30), \
-        sorted(set(everything(tmp_path)) - set(hub.files(REPO)))
-    assert store.status()["waiting"] == 0
+    assert wait_for(lambda: hub.files(REPO) == everything(tmp_path) and store.status()["waiting"] == 0,
+                    timeout=30), sorted(set(everything(tmp_path)) - set(hub.files(REPO)))
     assert pushed_once_but_rows(hub)
     commits = len(hub.commits(REPO))
     assert store.flush(timeout=30) and len(hub.commits(REPO)) == commits  # nothing left: nothing pushed again
@@ -126,8 +131,8 @@ def test_a_restart_pushes_what_an_earlier_run_held_back(tmp_path, hub, open_stor
 
     # After a restart nothing is withheld any more (the match registry starts empty: its ballots are gone).
     second = open_store(tmp_path, writer_id="after")
-    assert wait_for(lambda: hub.files(REPO) == everything(tmp_path))  # the backlog goes out without a flush
-    assert second.status()["waiting"] == 0
+    # The backlog goes out without a flush.
+    assert wait_for(lambda: hub.files(REPO) == everything(tmp_path) and second.status()["waiting"] == 0)
     assert pushed_once_but_rows(hub)
 
 
