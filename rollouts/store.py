@@ -342,7 +342,8 @@ class RolloutStore:
                 "last_error": pushed["last_error"] or self._offline_note, "dataset": self.dataset}
 
     def flush(self, timeout: float = 60.0) -> bool:
-        """Push everything now and wait; True when nothing is left to push (always True for a local-only store)."""
+        """Push everything now and wait; True when nothing is left to push but what `hold_back` withholds (always
+        True for a local-only store)."""
         return self._pusher.flush(timeout) if self._pusher else True
 
     def close(self, timeout: float = 10.0) -> None:
