@@ -14,7 +14,8 @@ episodes streamed to any page), an older one only as its ballot, shown from its 
 
 Whether an episode is public yet is decided here (`withheld_episodes`), and every door that shows a rollout asks:
 the two episodes of a random match are not public until someone has voted or skipped on it (or its ballot has
-closed), so no page, card, record or list names a hidden side before the vote.
+closed), so no page, card, record or list names a hidden side before the vote; the store's pusher asks too
+(RolloutStore.hold_back), so the Hub dataset gets their files and rows only then.
 """
 
 from __future__ import annotations
@@ -133,16 +134,18 @@ class MatchRegistry:
         when the caps refuse the pair, and then neither starts. `hold_as`: as for RunRegistry.start_group."""
         if mode not in MODES:
             raise ValueError(f"a match's mode is one of {', '.join(MODES)}, not {mode!r}")
-        a, b = self.runs.start_group([(model_a, task_id, options), (model_b, task_id, options)], owner=owner,
-                                     visitor=visitor, hold_as=hold_as)
-        match = LiveMatch(new_episode_id(), mode, task_id, a, b, owner, visitor or owner)
+        # Under the lock: a side that ends at once is saved while `withheld_episodes` waits for the match to be
+        # known, so neither the pusher nor a door sees its record before it counts as withheld.
+        with self._lock:
+            a, b = self.runs.start_group([(model_a, task_id, options), (model_b, task_id, options)], owner=owner,
+                                         visitor=visitor, hold_as=hold_as)
+            match = LiveMatch(new_episode_id(), mode, task_id, a, b, owner, visitor or owner)
+            self._matches[match.match_id] = match
+            self._forget_old()
         try:  # a restart before the row is written leaves the note, and the next start writes the row
             self.book.begin(match.match_id, mode, a.episode_id, b.episode_id)
         except OSError as exc:
             log.warning("match %s not noted as in play: %s", match.match_id, exc)
-        with self._lock:
-            self._matches[match.match_id] = match
-            self._forget_old()
         threading.Thread(target=self._conclude, args=(match,), name=f"match-{match.match_id}", daemon=True).start()
         return match
 

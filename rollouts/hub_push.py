@@ -22,7 +22,7 @@ It only ever reads the folder, so the folder stays the source of truth; the Hub 
 - Failures: any error (429, 5xx, network, auth) keeps everything on disk and retries with exponential backoff from
   `retry_base_s` up to `retry_max_s`, never sooner than a `Retry-After` the Hub sent. `status()["last_error"]` says
   what went wrong (never the token).
-- The push log `.push/pushed.jsonl` (PushedFiles) records every pushed file version, one JSON line each:
+- The push log `.push/pushed.jsonl` (rollouts.push_log) records every pushed file version, one JSON line each:
   `{"path": "rollouts/2026-11-29/ab12cd34ef56.json", "size": 20481, "mtime_ns": 1764411300123456789,
   "sha1": "<git blob sha1 of the bytes pushed>", "commit": "<commit oid>", "at": "2026-11-29T10:15:00Z"}`; the last
   line for a path wins. A file whose size and mtime match its entry is not read again; one whose bytes hash to the
@@ -30,17 +30,20 @@ It only ever reads the folder, so the folder stays the source of truth; the Hub 
   a restart the pusher carries on with exactly what was not yet pushed. If a commit lands but its answer is lost, the
   retry sends the same bytes and the Hub (preupload reports its oids) drops them as unchanged: no second copy.
 - Several processes may share one folder: `.push/push.lock` lets one of them push at a time.
+- Withheld episodes (not public yet: the app's rule, handed over as `withheld`) stay off the Hub: each commit sends
+  only what of its files names none of them (rollouts.withheld), and while anything is held back the pusher looks
+  again at every `every_s`, so a held file goes up at the first push after its episode is public.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import random
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 from filelock import FileLock, Timeout
@@ -55,8 +58,10 @@ from huggingface_hub.utils.sha import git_hash
 
 from rollouts import card as dataset_card
 from rollouts.index.compaction import compact
-from rollouts.jsonio import JsonlTail, atomic_write
+from rollouts.jsonio import atomic_write
 from rollouts.layout import CARD, MATCH_GLOB, TRACE_GLOB, is_trace_rel
+from rollouts.push_log import PushedFiles
+from rollouts.withheld import names_none, public_part
 
 log = logging.getLogger(__name__)
 
@@ -68,61 +73,6 @@ CONFLICT_BASE_S = 0.2
 CONFLICT_MAX_S = 10.0
 
 
-class PushedFiles:
-    """`.push/pushed.jsonl`: which file versions are on the Hub, read as it grows (rollouts.jsonio.JsonlTail);
-    appended only by the holder of the push lock."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.entries: dict[str, dict] = {}
-        self._lines = 0
-        self._tail = JsonlTail(path)
-
-    def get(self, rel: str) -> dict | None:
-        return self.entries.get(rel)
-
-    def reload(self) -> None:
-        if not self.path.exists():
-            self.entries, self._lines, self._tail = {}, 0, JsonlTail(self.path)
-            return
-        restarts = self._tail.restarts
-        values = self._tail.read()  # a torn last line (a pusher killed mid-append) waits, and is never an entry
-        if self._tail.restarts != restarts:  # rewritten by another process (`prune`): read from its start
-            self.entries, self._lines = {}, 0
-        for entry in values:
-            if isinstance(entry, dict) and isinstance(entry.get("path"), str):
-                self.entries[entry["path"]] = entry
-                self._lines += 1
-
-    def append(self, entries: list[dict]) -> None:
-        data = b"".join(json.dumps(entry, ensure_ascii=False).encode() + b"\n" for entry in entries)
-        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            size = os.fstat(fd).st_size
-            if size and os.pread(fd, 1, size - 1) != b"\n":  # drop a torn tail rather than glue onto it
-                tail = os.pread(fd, size, 0)
-                size = tail.rfind(b"\n") + 1
-                os.ftruncate(fd, size)
-            os.write(fd, data)
-            os.fsync(fd)
-            self._tail.inode = os.fstat(fd).st_ino
-        finally:
-            os.close(fd)
-        for entry in entries:
-            self.entries[entry["path"]] = entry
-        self._lines += len(entries)
-        self._tail.offset = size + len(data)
-
-    def prune(self) -> None:
-        """Rewrite with one line per path once superseded lines dominate (index files are re-pushed often)."""
-        if self._lines <= 2 * len(self.entries) + 100:
-            return
-        data = b"".join(json.dumps(e, ensure_ascii=False).encode() + b"\n" for e in self.entries.values())
-        atomic_write(self.path, data)
-        stat = self.path.stat()
-        self._lines, self._tail.offset, self._tail.inode = len(self.entries), stat.st_size, stat.st_ino
-
-
 def dataset_files(root: Path) -> list[str]:
     """The folder's files that belong in the dataset repo, card first, then records, traces, matches, index files."""
     files = ["README.md"] if (root / "README.md").is_file() else []
@@ -132,7 +82,7 @@ def dataset_files(root: Path) -> list[str]:
 
 
 def pending_files(root: Path, pushed: PushedFiles) -> list[str]:
-    """Files whose size or mtime differ from their entry in the push log (or that have none)."""
+    """Files whose size or mtime differ from their entry in the push log (or that have none, or went partly)."""
     pending = []
     for rel in dataset_files(root):
         try:
@@ -140,7 +90,8 @@ def pending_files(root: Path, pushed: PushedFiles) -> list[str]:
         except FileNotFoundError:
             continue
         entry = pushed.get(rel)
-        if entry is None or entry.get("size") != stat.st_size or entry.get("mtime_ns") != stat.st_mtime_ns:
+        if entry is None or entry.get("held") or (entry.get("size"), entry.get("mtime_ns")) != (stat.st_size,
+                                                                                               stat.st_mtime_ns):
             pending.append(rel)
     return pending + vanished_index_files(root, pushed)
 
@@ -187,6 +138,8 @@ class HubPusher:
         self._thread = threading.Thread(target=self._run, name="rollout-pusher", daemon=True)
         self._commit_times: deque[float] = deque()
         self._repo_ready = False
+        self.withheld: Callable[[], Collection[str]] = frozenset  # episodes whose files may not go yet
+        self._holding = False  # this cycle held something back (rollouts.withheld): look again at the timer
         # Everything below is guarded by self._cond.
         self._waiting: set[str] = set()  # rollout files not on the Hub yet
         self._noticed: set[str] = set()  # rollout files saved since the running cycle listed the folder
@@ -279,6 +232,7 @@ class HubPusher:
             clean = self._cycle()
             with self._cond:
                 self._next_push = time.monotonic() + self._every_s
+                self._dirty = self._dirty or self._holding
                 if clean:
                     self._failures = 0
                     self._last_error = None
@@ -295,6 +249,7 @@ class HubPusher:
             try:
                 self._pushed.reload()
                 self._pushed.prune()
+                self._holding = False
                 with self._cond:
                     self._noticed = set()
                 self._compact_index()
@@ -326,32 +281,36 @@ class HubPusher:
     def _compact_index(self) -> None:
         """Fold JSONL index files past COMPACT_OVER_BYTES into Parquet; a failure leaves them to the next cycle."""
         try:
-            compact(self.root, min_bytes=COMPACT_OVER_BYTES)
+            withheld = frozenset(self.withheld())  # rows of those stay in JSONL, sent without them
+            compact(self.root, min_bytes=COMPACT_OVER_BYTES,
+                    only=lambda jsonl: names_none(jsonl.read_bytes(), withheld))
         except Exception as exc:  # the JSONL rows are still there and still pushed
             log.warning("compacting the index of %s failed: %s", self.root, exc)
 
     def _commit(self, batch: list[str]) -> None:
         operations: list[CommitOperationAdd | CommitOperationDelete] = []
         entries = []
-        for rel in batch:
-            path = self.root / rel
-            try:
-                stat = path.stat()  # before reading: a change after this shows as a new version next time
-                data = path.read_bytes()
-            except FileNotFoundError:
-                known = self._pushed.get(rel)
+        versions = [(rel, *_read_version(self.root / rel)) for rel in batch]
+        # Asked after reading: a row in those bytes was written after its match began, so its episode is known.
+        withheld = frozenset(self.withheld())
+        for rel, stat, data in versions:
+            known = self._pushed.get(rel)
+            if stat is None:
                 if rel.startswith("index/") and known and not known.get("deleted"):  # folded by a compaction
                     operations.append(CommitOperationDelete(path_in_repo=rel))
                     entries.append({"path": rel, "deleted": True})
                 continue
-            if rel.endswith(".jsonl"):
-                data = data[: data.rfind(b"\n") + 1]  # whole rows only
-            entry = {"path": rel, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha1": git_hash(data)}
-            known = self._pushed.get(rel)
+            sent = public_part(rel, data, withheld)
+            if sent is None:  # nothing of it may go yet: no entry, so it stays pending
+                self._holding = True
+                continue
+            entry = {"path": rel, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha1": git_hash(sent)}
+            if len(sent) < len(data):  # rows held back: pending until sent whole
+                entry["held"] = self._holding = True
             if known and known.get("sha1") == entry["sha1"]:  # touched, not changed
                 entries.append({**entry, "commit": known.get("commit")})
-            elif data:
-                operations.append(CommitOperationAdd(path_in_repo=rel, path_or_fileobj=data))
+            elif sent:
+                operations.append(CommitOperationAdd(path_in_repo=rel, path_or_fileobj=sent))
                 entries.append(entry)
             elif rel.startswith("index/") and known and not known.get("deleted"):
                 # Every whole row was folded into Parquet (a torn tail may remain): the Hub's copy goes.
@@ -458,6 +417,16 @@ class HubPusher:
         if self._token:
             text = text.replace(self._token, "***")
         return text[:300]
+
+
+def _read_version(path: Path) -> tuple[os.stat_result | None, bytes]:
+    """(stat, bytes) of the file now (whole rows only for JSONL), or (None, b"") when it is gone."""
+    try:
+        stat = path.stat()  # before reading: a change after this shows as a new version next time
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None, b""
+    return stat, data[: data.rfind(b"\n") + 1] if path.suffix == ".jsonl" else data
 
 
 def _retry_after(exc: Exception) -> float | None:

@@ -30,6 +30,7 @@ import os
 import secrets
 import threading
 import time
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -326,6 +327,13 @@ class RolloutStore:
         if self._pusher:
             self._pusher.notify(rel)
 
+    def hold_back(self, withheld: Callable[[], Collection[str]]) -> None:
+        """Keep the files of the episodes `withheld()` names (asked before each push) off the Hub until they are
+        public: their records, traces and index and match rows (rollouts.withheld), pushed once it no longer names
+        them. Nothing is held back for a local-only store, which pushes nothing."""
+        if self._pusher:
+            self._pusher.withheld = withheld
+
     def status(self) -> dict:
         """{"saved", "waiting", "last_push", "last_error", "dataset"} for the UI: saved = rollouts in the folder,
         waiting = of those, not yet on the Hub."""
@@ -334,7 +342,8 @@ class RolloutStore:
                 "last_error": pushed["last_error"] or self._offline_note, "dataset": self.dataset}
 
     def flush(self, timeout: float = 60.0) -> bool:
-        """Push everything now and wait; True when nothing is left to push (always True for a local-only store)."""
+        """Push everything now and wait; True when nothing is left to push but what `hold_back` withholds (always
+        True for a local-only store)."""
         return self._pusher.flush(timeout) if self._pusher else True
 
     def close(self, timeout: float = 10.0) -> None:

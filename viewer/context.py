@@ -142,6 +142,7 @@ class AppContext:
         archive = Archive.from_settings(store.root, dataset=settings.dataset, public_rollouts=settings.public_rollouts,
                                         token=settings.hub_token)
         archive.withheld = matches.withheld_episodes  # the one rule for "is this episode public yet"
+        store.hold_back(matches.withheld_episodes)  # ...which the pusher asks too, so the dataset waits as well
         archive.refresh_local(force=True)
         archive.start_remote()  # the Hub sources load while the first visitor arrives
         return cls(settings, store, registry, plays, archive, RecordCache(archive), matches, tasks, policy)

@@ -4,6 +4,7 @@ within the hourly cap), a match counted as two runs, Stop ending both, and a mat
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -173,3 +174,30 @@ def test_every_match_of_the_last_day_takes_votes_not_only_the_newest(tmp_path, e
         monkeypatch.setattr("agent.match_runs.time.time", lambda: later)
         with pytest.raises(VoteRefused, match="Voting on this match is closed"):  # a day on, the ballot closes
             matches.vote(victims.match_id, "b", visitor="ip:203.0.113.10")
+
+
+def test_a_random_sides_record_is_withheld_from_the_moment_it_is_saved(tmp_path, env_url, monkeypatch):
+    """Before, the match was registered after both episodes had started: a side that ended in that moment was
+    saved (and could be pushed or shown) while `withheld_episodes` did not name it yet."""
+    with RolloutStore(tmp_path / "rollouts", writer_id="w1") as store:
+        saving = threading.Event()
+        withheld_at_save: dict[str, bool] = {}
+
+        def save(record):  # what the pusher and every door would have been told as the record landed
+            saving.set()
+            withheld_at_save[record["episode_id"]] = record["episode_id"] in matches.withheld_episodes()
+            return store.save(record)
+
+        runs = RunRegistry(save, max_per_visitor=2)
+        start_group = runs.start_group
+
+        def slow_start_group(*args, **kwargs):  # a side ends before the start returns
+            started = start_group(*args, **kwargs)
+            assert saving.wait(WAIT_S)
+            return started
+
+        monkeypatch.setattr(runs, "start_group", slow_start_group)
+        matches = MatchRegistry(runs, MatchBook(store.root, "w1"))
+        match = played(matches, "baseline:naive", "baseline:hasty", env_url, mode="random")
+        assert match.concluded.wait(WAIT_S) and match.row is not None
+        assert withheld_at_save == {run.episode_id: True for run in match.runs}

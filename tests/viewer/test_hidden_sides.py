@@ -1,19 +1,24 @@
 """A random match's sides stay hidden at every door until the vote or the skip (agent.match_runs'
 `withheld_episodes`, asked by each): the share page, its card and raw JSON, `/rollout`, `/browse_record`, Browse's
-list and `?episode=`; `/arena_start` gives no episode id. Before, `/arena_start` handed out both ids and `/r/<id>`
-of a hidden side was titled with its model."""
+list and `?episode=`; `/arena_start` gives no episode id; the store's pusher keeps their files and rows off the Hub
+dataset. Before, `/arena_start` handed out both ids, `/r/<id>` of a hidden side was titled with its model, and the
+pusher sent its record, trace and rows within minutes."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
 import httpx
+import huggingface_hub
 import pytest
 from gradio_client import Client
 
+from agent.match_runs import SKIP
 from testkit import aio
-from testkit.app import match_ended
+from testkit.app import match_ended, settings_for
+from testkit.fakehub import running_fakehub
 from testkit.tasks import TASK_ID
+from viewer.context import AppContext
 from viewer.run.section import attach_episode
 
 UNKNOWN = "abcdef012345"
@@ -78,3 +83,29 @@ def test_a_named_match_is_public_at_once(arena, client):
     assert started["episode_a"] and started["episode_b"]
     match_ended(client, started["match_id"])
     assert client.predict(started["episode_a"], api_name="/browse_record")["model"] == "baseline:greedy"
+
+
+def test_the_dataset_gets_a_random_pairs_files_only_after_the_vote(tmp_path, env_url, monkeypatch):
+    token, repo = "hf_test_secret_0123456789", "arena/rollouts"
+    with running_fakehub(token=token) as hub:
+        monkeypatch.setattr(huggingface_hub.constants, "ENDPOINT", hub.url)  # where the store's pusher pushes
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        ctx = AppContext.create(settings_for(tmp_path / "rollouts", dataset=repo, hub_token=token))
+        try:
+            match = ctx.matches.start("baseline:greedy", "baseline:naive", TASK_ID, mode="random", owner="page-1",
+                                      visitor="ip:203.0.113.5", env_url=env_url)
+            assert match.concluded.wait(60) and match.row is not None
+            ids = [run.episode_id for run in match.runs]
+            assert ctx.store.flush(timeout=30)
+            before = hub.files(repo)
+            assert "README.md" in before  # the pusher did push...
+            assert not [rel for rel, data in before.items() if any(e in rel or e.encode() in data for e in ids)]
+            ctx.matches.vote(match.match_id, SKIP, visitor="ip:198.51.100.7")
+            assert ctx.store.flush(timeout=30)
+            after = hub.files(repo)
+            assert {rel for rel in after if rel.startswith(("rollouts/", "traces/"))} == \
+                {f"{kind}/{ctx.store.load(e)['started'][:10]}/{e}.{ext}" for e in ids
+                 for kind, ext in (("rollouts", "json"), ("traces", "jsonl"))}
+            assert all(e.encode() in after[rel] for e in ids for rel in after if rel.startswith(("index/", "matches/")))
+        finally:
+            ctx.store.close()
