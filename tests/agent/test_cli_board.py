@@ -24,9 +24,12 @@ from tests.hand_records import age, feasible, hand_record, infeasible
 
 ROOT = Path(__file__).resolve().parents[2]
 A, B = "anthropic:claude-sonnet-5-5", "baseline:greedy"
-# The keys of `--json`, in order: what scripts read (README "The leaderboard").
-JSON_KEYS = ["model", "n", "mean", "ci_low", "ci_high", "beat_naive_pct", "median_checks_to_feasible",
-             "mean_output_tokens", "usd_per_episode", "reward_per_usd"]
+# The keys of `--json`, in order, the same as Browse's `/browse_leaderboard` gives (README "The leaderboard").
+JSON_KEYS = ["model", "n", "mean_reward", "ci_low", "ci_high", "arena", "arena_low", "arena_high", "arena_rank",
+             "arena_note", "mean_standard", "mean_busy", "mean_storm", "mean_extreme", "beat_naive_pct",
+             "beat_naive_low", "beat_naive_high", "feasible_pct", "optimal_pct", "no_submit",
+             "median_checks_to_feasible", "mean_output_tokens", "usd_per_episode", "reward_per_usd",
+             "reward_per_usd_low", "reward_per_usd_high", "median_seconds", "median_tokens", "feasible_check_pct"]
 
 
 def board_records() -> list[dict]:
@@ -56,9 +59,9 @@ def board_json(root: Path, *args: str, capsys) -> list[dict]:
 
 def expected() -> dict[str, dict]:
     return {
-        A: {"model": A, "n": 3, "mean": 0.6, "beat_naive_pct": 100 / 3, "median_checks_to_feasible": 1.5,
+        A: {"model": A, "n": 3, "mean_reward": 0.6, "beat_naive_pct": 100 / 3, "median_checks_to_feasible": 1.5,
             "mean_output_tokens": 730 / 3, "usd_per_episode": 0.0373 / 3, "reward_per_usd": 1.8 / 0.0373},
-        B: {"model": B, "n": 2, "mean": 0.5, "beat_naive_pct": 50.0, "median_checks_to_feasible": 1.0,
+        B: {"model": B, "n": 2, "mean_reward": 0.5, "beat_naive_pct": 50.0, "median_checks_to_feasible": 1.0,
             "mean_output_tokens": 0.0, "usd_per_episode": None, "reward_per_usd": None},
     }
 
@@ -69,7 +72,7 @@ def check_figures(items: list[dict]) -> None:
         want = expected()[item["model"]]
         for key, value in want.items():
             assert item[key] == (pytest.approx(value, rel=1e-9) if isinstance(value, float) else value), key
-        assert item["ci_low"] <= item["mean"] <= item["ci_high"]
+        assert item["ci_low"] <= item["mean_reward"] <= item["ci_high"]
 
 
 def test_board_json_gives_the_hand_worked_figures(folder, capsys):
@@ -87,7 +90,7 @@ def test_the_board_reads_and_writes_nothing_rows_of_an_older_version_are_filled_
     before = snapshot(folder)
     stale = {item["model"]: item for item in board_json(folder, capsys=capsys)}
     assert snapshot(folder) == before  # a command that reads leaves the folder byte for byte as it was
-    assert stale[A]["mean"] == pytest.approx(0.6) and stale[A]["beat_naive_pct"] is None  # not filled in: unknown
+    assert stale[A]["mean_reward"] == pytest.approx(0.6) and stale[A]["beat_naive_pct"] is None  # not filled in: unknown
     assert rollouts_cli.main(["fill-index", "--dir", str(folder)]) == 0
     assert "filled in the index columns of 5 row(s)" in capsys.readouterr().out
     check_figures(board_json(folder, capsys=capsys))

@@ -44,7 +44,7 @@ def test_a_model_without_prices_or_references_gets_unknowns_not_zeros():
         assert math.isnan(b[column]), column
     assert b["feasible_check_pct"] == 0.0
     [item] = board_json(lines)
-    assert item["usd_per_episode"] is None and item["beat_naive_pct"] is None and item["mean"] == pytest.approx(0.45)
+    assert item["usd_per_episode"] is None and item["beat_naive_pct"] is None and item["mean_reward"] == pytest.approx(0.45)
 
 
 def test_rows_with_nulls_read_as_unknown_not_as_zero():
