@@ -17,7 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-from rollouts.board import SORTABLE, sort_board
+from rollouts.board import columns, sort_board
 from rollouts.layout import INDEX_DIR, RECORDS_DIR, default_rollout_dir
 
 
@@ -27,7 +27,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     shown = command.add_mutually_exclusive_group()
     shown.add_argument("--wide", action="store_true", help="every figure, as a Markdown table (wider than a terminal)")
     shown.add_argument("--json", action="store_true", help="one JSON object per model, one per line")
-    command.add_argument("--sort", default="mean_reward", choices=SORTABLE, metavar="COLUMN",
+    command.add_argument("--sort", default="mean_reward", choices=columns(rated=True), metavar="COLUMN",
                          help="board column to sort by, best first (default: %(default)s)")
     command.add_argument("--ascending", action="store_true", help="smallest first (e.g. usd_per_episode)")
     command.add_argument("--run", help="only the rollouts of this run")

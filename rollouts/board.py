@@ -114,9 +114,6 @@ def columns(*, rated: bool = False) -> list[str]:
     return ["model", *(f.name for f in aggregates()), *INTERVALS, *arena]
 
 
-COLUMNS = columns()
-SORTABLE = columns(rated=True)
-
 
 def board(engine: IndexEngine, where: str = "true", params: Sequence[Any] = (), *, same_tasks: bool = False,
           latest: int | None = None, rated: Sequence[Rating] | None = None) -> list[dict]:

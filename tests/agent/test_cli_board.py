@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from agent.cli import main
 from rollouts import cli as rollouts_cli
+from rollouts.archive import Archive
+from rollouts.filters import Filters
 from rollouts.store import RolloutStore
 from tests.hand_records import age, feasible, hand_record, infeasible
 
@@ -148,3 +151,30 @@ def test_the_board_command_runs_as_a_program(folder, warm_python):
     done = warm_python.run("agent", "board", "--dir", str(folder), "--json", timeout=120)
     assert done.returncode == 0, done.stderr
     check_figures([json.loads(line) for line in done.stdout.splitlines()])
+
+
+def test_a_figure_added_to_the_data_layer_alone_reaches_browse_the_api_and_the_cli(folder, capsys, monkeypatch):
+    """ARCHITECTURE.md's recipe: one Figure in rollouts.board.FIGURES, and no viewer edit, shows it on Browse's
+    board (its header, width and digits), in /browse_leaderboard's JSON and in the CLI's --wide, --json and --sort;
+    the arena's figures reach all three the same way."""
+    from rollouts import board as boards
+    from viewer.browse.api import browse_leaderboard
+    from viewer.browse.views import board_layout, board_table
+
+    fewest = boards.Figure("fewest_turns", "min(turns)", "fewest turns", "int", page="turns, fewest", width="88px")
+    monkeypatch.setattr(boards, "FIGURES", (*boards.FIGURES, fewest))
+    archive = Archive.of_folder(folder)
+    headers, types, widths = board_layout()
+    assert (headers[-1], types[-1], widths[-1]) == ("turns, fewest", "number", "88px")
+    table = board_table(archive.board(Filters()))
+    assert dict(zip(table["model"], table["turns, fewest"], strict=True)) == {A: 2, B: 3}  # a2 took 2 turns
+    assert {"arena", "arena 95% CI", "arena rank"} <= set(table.columns)
+    api = browse_leaderboard(SimpleNamespace(archive=archive))
+    cli = board_json(folder, capsys=capsys)
+    assert api == cli and [item["fewest_turns"] for item in cli] == [2, 3]  # one JSON, under the same keys
+    assert list(cli[0])[-1] == "fewest_turns" and {"arena", "arena_rank", "arena_note"} <= set(cli[0])
+    assert [item["model"] for item in board_json(folder, "--sort", "fewest_turns", capsys=capsys)] == [B, A]
+    assert main(["board", "--dir", str(folder), "--wide"]) == 0
+    wide = capsys.readouterr().out.splitlines()
+    assert wide[0].endswith("| fewest turns |") and "| arena (95% CI) | arena rank |" in wide[0]
+    assert next(line for line in wide if line.startswith(f"| {B} |")).endswith("| 3 |")
