@@ -1,12 +1,13 @@
 """`python -m agent board [--dir DIR] [--wide | --json] [--sort COLUMN] [--run RUN]`: the leaderboard of a folder.
 
-The same board as Browse and a run's board.md (rollouts.board), over every rollout of the folder (or of one run),
-read through the archive's read side: the folder is left byte for byte as it was. Rows written by an older version
-lack the newest columns until `python -m rollouts fill-index` (or the app's start) fills them in; their figures
-read as unknown meanwhile. By default a compact table that fits a 100-column terminal (model, n, mean reward with
-its interval, per tier, feasible); `--wide` prints every figure as the Markdown table a run's board.md holds;
-`--json` one JSON object per model and line (rollouts.board_text.board_json). The notes under the table (small
-samples, prices) are rollouts.board_text's, as Browse shows them.
+The same board as Browse and its API, arena figures included (rollouts.board, through the archive's read side,
+rollouts.archive.Archive.board), over every rollout of the folder (or of one run): the folder is left byte for byte
+as it was. Rows written by an older version lack the newest columns until `python -m rollouts fill-index` (or the
+app's start) fills them in; their figures read as unknown meanwhile. By default a compact table that fits a
+100-column terminal (model, n, mean reward with its interval, per tier, feasible); `--wide` prints every figure as a
+Markdown table (a run's board.md, without the arena's); `--json` one JSON object per model and line, under the keys
+Browse's API gives (rollouts.board_text.board_json). The notes under the table (small samples, prices) are
+rollouts.board_text's, as Browse shows them.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-from rollouts.board import COLUMNS, board, sort_board
+from rollouts.board import columns, sort_board
 from rollouts.layout import INDEX_DIR, RECORDS_DIR, default_rollout_dir
 
 
@@ -26,7 +27,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     shown = command.add_mutually_exclusive_group()
     shown.add_argument("--wide", action="store_true", help="every figure, as a Markdown table (wider than a terminal)")
     shown.add_argument("--json", action="store_true", help="one JSON object per model, one per line")
-    command.add_argument("--sort", default="mean_reward", choices=COLUMNS, metavar="COLUMN",
+    command.add_argument("--sort", default="mean_reward", choices=columns(rated=True), metavar="COLUMN",
                          help="board column to sort by, best first (default: %(default)s)")
     command.add_argument("--ascending", action="store_true", help="smallest first (e.g. usd_per_episode)")
     command.add_argument("--run", help="only the rollouts of this run")
@@ -40,10 +41,10 @@ def main(args: argparse.Namespace) -> int:
         return 2
     from rollouts.archive import Archive
     from rollouts.board_text import board_document, board_json, board_terminal
+    from rollouts.filters import Filters
 
     archive = Archive.of_folder(root)
-    where, params = ("run = ?", [args.run]) if args.run else ("true", [])
-    lines = sort_board(board(archive.engine, where, params, same_tasks=args.same_tasks), args.sort,
+    lines = sort_board(archive.board(Filters(), same_tasks=args.same_tasks, run=args.run), args.sort,
                        descending=not args.ascending)
     if args.json:
         for item in board_json(lines):

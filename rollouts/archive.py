@@ -273,23 +273,30 @@ class Archive:
         return self.engine.page(filters, self.transcripts, sort=sort, descending=descending, page=page, size=size,
                                 hidden=self.withheld())
 
-    def board(self, filters: Filters, *, same_tasks: bool = False) -> list[dict]:
-        """The leaderboard over the filtered rows (rollouts.board), remembered per filter set until rows change."""
-        where, params = self.where(filters)
-        return self._remembered(self._key("board", same_tasks, filters=filters),
-                                lambda: boards.board(self.engine, where, params, same_tasks=same_tasks))
+    def board(self, filters: Filters, *, same_tasks: bool = False, run: str | None = None) -> list[dict]:
+        """The leaderboard over the filtered rows (rollouts.board) with the arena's figures joined (the ratings
+        over the same rows, every task two models both played whatever `same_tasks` says), remembered per filter
+        set until rows change. `run`: only that run's rows (`python -m agent board --run`)."""
+        where, params = self._where_run(filters, run)
+        return self._remembered(self._key("board", same_tasks, run, filters=filters),
+                                lambda: boards.board(self.engine, where, params, same_tasks=same_tasks,
+                                                     rated=self.ratings(filters, run=run)))
 
-    def ratings(self, filters: Filters) -> list[arena_ratings.Rating]:
+    def ratings(self, filters: Filters, *, run: str | None = None) -> list[arena_ratings.Rating]:
         """The arena ratings (rollouts.ratings) over the filtered rows: one query of task x model cells in the
         engine, then the Bradley–Terry fit; remembered per filter set until the rows change, as the board is."""
-        where, params = self.where(filters)
+        where, params = self._where_run(filters, run)
 
         def fit() -> list[arena_ratings.Rating]:
             with self.engine.lock:
                 cells = self.engine.sql(arena_ratings.cells_sql(where), params).fetchnumpy()
             return arena_ratings.ratings(cells)
 
-        return self._remembered(self._key("ratings", filters=filters), fit)
+        return self._remembered(self._key("ratings", run, filters=filters), fit)
+
+    def _where_run(self, filters: Filters, run: str | None) -> tuple[str, list[Any]]:
+        where, params = self.where(filters)
+        return (f"({where}) AND run = ?", [*params, run]) if run is not None else (where, params)
 
     def heatmap(self, filters: Filters) -> boards.Heatmap:
         """Mean reward per task and model over the filtered rows; each cell knows its best rollout."""

@@ -1,15 +1,18 @@
 """The leaderboard, one computation for Browse, the CLI's `board`, a run's board.md and a sweep's end: per model over
 index rows, with the intervals a reader needs to trust a difference; and the task x model heatmap.
 
-- The point figures come from one SQL query over the engine's `rollouts` view (FIGURES: each figure's aggregate).
+- FIGURES is every column of the board and how each door shows it (`Figure`): Browse's table, its API, the CLI's
+  Markdown, compact table and JSON are all made from it.
+- The point figures come from one SQL query over the engine's `rollouts` view (each aggregate figure's `sql`); the
+  arena's figures are the model's rating (rollouts.ratings), joined by `with_ratings` (the archive passes them).
 - The intervals come from one function, `intervals`: a seeded percentile bootstrap over a model's episodes (rows
   in the view's order, so the same rows give the same interval wherever the board is drawn), and past
   BOOTSTRAP_MAX_EPISODES episodes the normal interval (mean ± 1.96 s/√n; the delta method for reward per dollar),
   from aggregates the query already has, so no row leaves DuckDB for a large model.
 - The Markdown and JSON are rollouts.board_text's.
 
-A new figure that is one aggregate is one row of FIGURES (its column, its SQL, how the Markdown shows it, its JSON
-key); Browse shows it once viewer/browse/views.py's BOARD_COLUMNS names it.
+A new figure that is one aggregate is one row of FIGURES (its name, which is its JSON key, its SQL, its headers,
+digits and width); nothing else changes for Browse, the API or the CLI to show it.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from rollouts.schema import TIERS
 
 if TYPE_CHECKING:  # the engine (and DuckDB) is the caller's: `python -m agent board --help` needs neither
     from rollouts.index.engine import IndexEngine
+    from rollouts.ratings import Rating
 
 BOOTSTRAP_RESAMPLES = 2000
 # Resampling costs resamples x episodes; past this many episodes the bootstrap distribution of a mean is normal to
@@ -36,54 +40,92 @@ BOOTSTRAP_MAX_EPISODES = 1000
 
 @dataclass(frozen=True)
 class Figure:
-    """One column of the board that is an aggregate over a model's rows, and how the Markdown and JSON show it."""
+    """One column of the board, and how every door shows it: an aggregate over a model's rows (`sql`), or, with
+    no `sql`, a field of its arena rating (ARENA_FIELDS) joined to its line. Its `name` is its key everywhere: in
+    the board's lines, Browse's API and `python -m agent board --json`."""
 
     name: str
-    sql: str
-    header: str  # its column in the Markdown table
-    shown: str = "3"  # how the Markdown shows it: a key of rollouts.board_text.SHOWN
-    interval: tuple[str, str] | None = None  # the columns of its 95% interval (INTERVALS), shown beside it
-    json: str | None = None  # its key in `python -m agent board --json`, if there
-    json_interval: bool = False  # whether its interval is there too
+    sql: str | None
+    header: str | None  # its column in the Markdown tables (--wide, a run's board.md); None: not there
+    shown: str = "3"  # how the text shows it: a key of rollouts.board_text.SHOWN
+    interval: tuple[str, str] | None = None  # the columns of its 95% interval, shown beside it (in JSON too)
+    page: str | None = ""  # its header on Browse's board ("": `header`; None: not on the page)
+    digits: int | None = None  # the digits Browse rounds it to (None: as `shown` says)
+    width: str = "100px"  # its column's width on Browse's board
+    page_interval: tuple[str, str] | None = None  # (header, width) of its interval's own column on Browse
+    unknown: str = ""  # what Browse's interval column says when the figure itself is unknown
+
+    @property
+    def page_header(self) -> str:
+        return self.page or str(self.header)
+
+    @property
+    def page_digits(self) -> int:
+        return self.digits if self.digits is not None else {"int": 0, "0": 0, "1": 1, "%": 0, "$": 4}.get(
+            self.shown, 3)
 
 
+UNRATED = "unrated"  # in the arena interval's place on Browse; the notes under the board say why
+# An arena figure's column -> its field of rollouts.ratings.Rating.
+ARENA_FIELDS = {"arena": "rating", "arena_low": "ci_low", "arena_high": "ci_high", "arena_rank": "rank",
+                "arena_note": "note"}
+# One order for every door: Browse's board, the Markdown tables, the JSON.
 FIGURES: tuple[Figure, ...] = (
-    Figure("n", "count(*)", "n", "int", json="n"),
-    Figure("mean_reward", "avg(reward)", "mean reward (95% CI)", interval=("ci_low", "ci_high"), json="mean",
-           json_interval=True),
-    *[Figure(f"mean_{t}", f"avg(reward) FILTER (WHERE difficulty = '{t}')", t) for t in TIERS],
-    Figure("feasible_pct", "100.0 * avg(feasible::DOUBLE)", "feasible", "%"),
-    Figure("optimal_pct", "100.0 * avg((feasible AND cost IS NOT NULL AND optimal_cost IS NOT NULL AND "
-                          "cost <= optimal_cost)::DOUBLE)", "optimal", "%"),
-    Figure("no_submit", "count(*) - sum(submitted::INT)", "no submit", "int"),
-    Figure("median_tokens", "quantile_cont(tokens, 0.5)", "median tokens", "0"),
-    Figure("median_seconds", "quantile_cont(seconds, 0.5)", "median s", "1"),
+    Figure("n", "count(*)", "n", "int", width="56px"),
+    Figure("mean_reward", "avg(reward)", "mean reward (95% CI)", interval=("ci_low", "ci_high"),
+           page="mean reward", width="112px", page_interval=("95% CI", "120px")),
+    Figure("arena", None, "arena (95% CI)", "0", ("arena_low", "arena_high"), page="arena", width="72px",
+           page_interval=("arena 95% CI", "128px"), unknown=UNRATED),
+    Figure("arena_rank", None, "arena rank", "int", width="108px"),
+    Figure("arena_note", None, None, "text", page=None),
+    *[Figure(f"mean_{t}", f"avg(reward) FILTER (WHERE difficulty = '{t}')", t, width="86px") for t in TIERS],
     Figure("beat_naive_pct", "100.0 * avg(beat_naive::DOUBLE)", "beat naive (95% CI)", "%",
-           ("beat_naive_low", "beat_naive_high"), json="beat_naive_pct"),
-    Figure("feasible_check_pct", "100.0 * count(checks_to_feasible) / count(*)", "feasible check", "%"),
+           ("beat_naive_low", "beat_naive_high"), page="beat naive %", width="116px"),
+    Figure("feasible_pct", "100.0 * avg(feasible::DOUBLE)", "feasible", "%", page="feasible %"),
+    Figure("optimal_pct", "100.0 * avg((feasible AND cost IS NOT NULL AND optimal_cost IS NOT NULL AND "
+                          "cost <= optimal_cost)::DOUBLE)", "optimal", "%", page="optimal %"),
+    Figure("no_submit", "count(*) - sum(submitted::INT)", "no submit", "int", width="96px"),
     Figure("median_checks_to_feasible", "quantile_cont(checks_to_feasible, 0.5)", "median checks to feasible", "1",
-           json="median_checks_to_feasible"),
-    Figure("mean_output_tokens", "avg(output_tokens)", "mean output tokens", "0", json="mean_output_tokens"),
-    Figure("usd_per_episode", "avg(usd)", "$ / episode", "$", json="usd_per_episode"),
+           page="checks to feasible", width="150px"),
+    Figure("mean_output_tokens", "avg(output_tokens)", "mean output tokens", "0", page="output tokens",
+           width="126px"),
+    Figure("usd_per_episode", "avg(usd)", "$ / episode", "$", width="110px"),
     Figure("reward_per_usd", "sum(reward) FILTER (WHERE usd IS NOT NULL) / nullif(sum(usd), 0)",
-           "reward / $ (95% CI)", "1", ("reward_per_usd_low", "reward_per_usd_high"), json="reward_per_usd"),
+           "reward / $ (95% CI)", "1", ("reward_per_usd_low", "reward_per_usd_high"), page="reward / $"),
+    Figure("median_seconds", "quantile_cont(seconds, 0.5)", "median s", "1", digits=0, width="96px"),
+    Figure("median_tokens", "quantile_cont(tokens, 0.5)", "median tokens", "0", page=None),
+    Figure("feasible_check_pct", "100.0 * count(checks_to_feasible) / count(*)", "feasible check", "%", page=None),
 )
 # What `intervals` needs beyond the figures: a spread, the naive-plan counts, the priced episodes' moments.
 _MOMENTS = ("stddev_samp(reward) AS sd, count(beat_naive) AS naive_known, sum(beat_naive::INT) AS naive_hits, "
             "count(usd) AS priced, sum(usd) AS spent, var_samp(reward) FILTER (WHERE usd IS NOT NULL) AS var_reward, "
             "var_samp(usd) AS var_usd, covar_samp(reward, usd) AS covar, max(started) AS newest")
 INTERVALS = ("ci_low", "ci_high", "beat_naive_low", "beat_naive_high", "reward_per_usd_low", "reward_per_usd_high")
-COLUMNS = ["model", *(f.name for f in FIGURES), *INTERVALS]
+
+
+def aggregates() -> list[Figure]:
+    """The figures one query computes (read at call time, so a figure added to FIGURES counts at once)."""
+    return [f for f in FIGURES if f.sql is not None]
+
+
+def columns(*, rated: bool = False) -> list[str]:
+    """The columns of the board's lines: the model, the aggregates, the intervals; with `rated`, the arena's too."""
+    arena = [name for name in ARENA_FIELDS if rated]
+    return ["model", *(f.name for f in aggregates()), *INTERVALS, *arena]
+
 
 
 def board(engine: IndexEngine, where: str = "true", params: Sequence[Any] = (), *, same_tasks: bool = False,
-          latest: int | None = None) -> list[dict]:
-    """One line per model over the rows matching `where` (COLUMNS; unknown figures are NaN), best mean reward first.
-    `same_tasks`: only the tasks every model played; `latest`: only the newest N rows of each model and task."""
+          latest: int | None = None, rated: Sequence[Rating] | None = None) -> list[dict]:
+    """One line per model over the rows matching `where` (`columns()`; unknown figures are NaN), best mean reward
+    first. `same_tasks`: only the tasks every model played; `latest`: only the newest N rows of each model and
+    task; `rated`: the arena ratings (rollouts.ratings) to join, each line then carrying ARENA_FIELDS (None for a
+    model without a rating)."""
     head = _matched(where, same_tasks, latest)
-    aggregates = ", ".join(f"{f.sql} AS {f.name}" for f in FIGURES)
+    kept = columns()
+    aggregates_sql = ", ".join(f"{f.sql} AS {f.name}" for f in aggregates())
     with engine.lock:
-        answer = engine.sql(f"{head} SELECT model, {aggregates}, {_MOMENTS} FROM m GROUP BY model "
+        answer = engine.sql(f"{head} SELECT model, {aggregates_sql}, {_MOMENTS} FROM m GROUP BY model "
                             "ORDER BY newest DESC, model", params)
         names = [d[0] for d in answer.description]
         lines = [dict(zip(names, row, strict=True)) for row in answer.fetchall()]
@@ -99,10 +141,17 @@ def board(engine: IndexEngine, where: str = "true", params: Sequence[Any] = (), 
     out = []
     for stat in lines:
         drawn = samples.get(stat["model"])
-        line = {name: _number(stat[name]) for name in COLUMNS if name in stat and name != "model"}
+        line = {name: _number(stat[name]) for name in kept if name in stat and name != "model"}
         out.append({"model": str(stat["model"]), **line, "n": int(stat["n"]), "no_submit": int(stat["no_submit"]),
                     **intervals(stat, drawn)})
-    return sort_board(out, "mean_reward")
+    return sort_board(out if rated is None else with_ratings(out, rated), "mean_reward")
+
+
+def with_ratings(lines: list[dict], rated: Sequence[Rating]) -> list[dict]:
+    """The board's lines with each model's arena rating (ARENA_FIELDS; None where it has none)."""
+    by_model = {r.model: r for r in rated}
+    return [{**line, **{column: getattr(by_model[line["model"]], field) if line["model"] in by_model else None
+                        for column, field in ARENA_FIELDS.items()}} for line in lines]
 
 
 def _matched(where: str, same_tasks: bool, latest: int | None) -> str:
@@ -120,8 +169,8 @@ def _matched(where: str, same_tasks: bool, latest: int | None) -> str:
 def sort_board(lines: list[dict], by: str, *, descending: bool = True) -> list[dict]:
     """The board sorted by one of its columns, more episodes first among equals, unknown values last; the models
     too small to rank (rollouts.sample_size) after the ranked ones, sorted the same way among themselves."""
-    if by not in COLUMNS:
-        raise ValueError(f"cannot sort the board by {by!r}: one of {', '.join(COLUMNS)}")
+    if by not in (sortable := columns(rated=True)):
+        raise ValueError(f"cannot sort the board by {by!r}: one of {', '.join(sortable)}")
     if by == "model":
         ordered = sorted(lines, key=lambda line: line["model"], reverse=descending)
     else:

@@ -1,7 +1,7 @@
 """The leaderboard as text: the Markdown table of every figure (`python -m agent board --wide`, a run's board.md),
-the compact table a 100-column terminal shows (`python -m agent board`), the JSON objects (`--json`), all made from
-rollouts.board.FIGURES, so a figure shows the same way in each; and the notes under the board on small samples
-(rollouts.sample_size's words), which Browse shows too."""
+the compact table a 100-column terminal shows (`python -m agent board`), the JSON objects (`--json` and Browse's
+API), all made from rollouts.board.FIGURES (read at call time), so a figure shows the same way in each; and the
+notes under the board on small samples (rollouts.sample_size's words), which Browse shows too."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import textwrap
 from collections.abc import Callable
 from typing import Any
 
-from rollouts.board import FIGURES, Figure
+from rollouts import board as boards
+from rollouts.board import Figure
 from rollouts.prices import price_table
 from rollouts.sample_size import TOO_SMALL, board_rank_note, interval_note, ranked
 from rollouts.schema import TIERS
@@ -42,7 +43,14 @@ def _usd(value: Any) -> str:
 
 
 SHOWN: dict[str, Callable[[Any], str]] = {"int": lambda v: "-" if _missing(v) else str(int(v)), "0": _fixed(0),
-                                          "1": _fixed(1), "3": _fixed(3), "%": _pct, "$": _usd}
+                                          "1": _fixed(1), "3": _fixed(3), "%": _pct, "$": _usd,
+                                          "text": lambda v: "-" if _missing(v) else str(v)}
+
+
+def carried(lines: list[dict]) -> list[Figure]:
+    """The figures these lines carry: every aggregate, and the arena's where the lines were joined to ratings (a
+    run's board.md is not)."""
+    return [f for f in boards.FIGURES if f.sql is not None or (lines and all(f.name in line for line in lines))]
 
 
 def figure_cell(figure: Figure, line: dict) -> str:
@@ -61,23 +69,27 @@ def figure_cell(figure: Figure, line: dict) -> str:
 def board_markdown(lines: list[dict]) -> str:
     """The board as a Markdown table of every figure, one row per model; `price_note` says where the dollars
     come from."""
-    rows = ["| model | " + " | ".join(f.header for f in FIGURES) + " |",
-            "|---|" + "---:|" * len(FIGURES)]
-    rows += [f"| {line['model']} | " + " | ".join(figure_cell(f, line) for f in FIGURES) + " |" for line in lines]
+    figures = [f for f in carried(lines) if f.header is not None]
+    rows = ["| model | " + " | ".join(str(f.header) for f in figures) + " |",
+            "|---|" + "---:|" * len(figures)]
+    rows += [f"| {line['model']} | " + " | ".join(figure_cell(f, line) for f in figures) + " |" for line in lines]
     return "\n".join(rows) + "\n"
 
 
 def board_document(lines: list[dict]) -> str:
     """The board as a run's board.md holds it (and `python -m agent board --wide` prints it): every figure, then
     the notes on small samples and the prices."""
-    notes = "".join(f"{note}.\n" for note in board_notes(lines))
+    arena = ["arena: a Bradley–Terry rating from every task two models both played, with a 95% interval over "
+             "resamples of the tasks; `python -m agent ratings` says why a model has none"] \
+        if any(f.sql is None for f in carried(lines)) else []
+    notes = "".join(f"{note}.\n" for note in [*board_notes(lines), *arena])
     return board_markdown(lines) + "\n" + notes + price_note()
 
 
 def board_compact(lines: list[dict], width: int = TERMINAL_COLUMNS) -> str:
     """The board's COMPACT figures as a plain table aligned in columns, no line wider than `width` (a longer
     model name is shortened in the middle)."""
-    figures = [f for name in COMPACT for f in FIGURES if f.name == name]
+    figures = [f for name in COMPACT for f in boards.FIGURES if f.name == name]
     columns = [[COMPACT_HEADERS.get(f.name, f.header), *(figure_cell(f, line) for line in lines)] for f in figures]
     widths = [max(len(cell) for cell in column) for column in columns]
     room = width - sum(widths) - len(GAP) * len(widths)
@@ -111,7 +123,7 @@ def board_notes(lines: list[dict]) -> list[str]:
     """What the board's reader must know about its small samples: where an interval is missing for want of
     episodes, and which models are listed last, unranked (rollouts.sample_size)."""
     notes = []
-    if any(figure_cell(f, line).endswith(f"({TOO_SMALL})") for line in lines for f in FIGURES):
+    if any(figure_cell(f, line).endswith(f"({TOO_SMALL})") for line in lines for f in carried(lines)):
         notes.append(interval_note())
     small = [str(line["model"]) for line in lines if not ranked(int(line["n"]))]
     if small:
@@ -120,19 +132,17 @@ def board_notes(lines: list[dict]) -> list[str]:
 
 
 def board_json(lines: list[dict]) -> list[dict]:
-    """One plain object per model with the figures' JSON keys; unknown figures as null."""
+    """One plain object per model, the same for Browse's API and `python -m agent board --json`: every figure the
+    lines carry under its name, then its interval's columns; unknown figures as null."""
     out = []
     for line in lines:
         item: dict[str, Any] = {"model": line["model"]}
-        for figure in FIGURES:
-            if figure.json is None:
-                continue
-            names = [figure.name, *(figure.interval if figure.json_interval and figure.interval else ())]
-            keys = [figure.json, *(figure.interval if figure.json_interval and figure.interval else ())]
-            for key, name in zip(keys, names, strict=True):
+        for figure in carried(lines):
+            for name in (figure.name, *(figure.interval or ())):
                 value = line[name]
-                item[key] = None if _missing(value) else (int(value) if figure.shown == "int" and name == figure.name
-                                                          else float(value))
+                item[name] = None if _missing(value) else (
+                    int(value) if figure.shown == "int" and name == figure.name else
+                    str(value) if figure.shown == "text" else float(value))
         out.append(item)
     return out
 

@@ -14,19 +14,25 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from agent.cli import main
 from rollouts import cli as rollouts_cli
+from rollouts.archive import Archive
+from rollouts.filters import Filters
 from rollouts.store import RolloutStore
 from tests.hand_records import age, feasible, hand_record, infeasible
 
 ROOT = Path(__file__).resolve().parents[2]
 A, B = "anthropic:claude-sonnet-5-5", "baseline:greedy"
-# The keys of `--json`, in order: what scripts read (README "The leaderboard").
-JSON_KEYS = ["model", "n", "mean", "ci_low", "ci_high", "beat_naive_pct", "median_checks_to_feasible",
-             "mean_output_tokens", "usd_per_episode", "reward_per_usd"]
+# The keys of `--json`, in order, the same as Browse's `/browse_leaderboard` gives (README "The leaderboard").
+JSON_KEYS = ["model", "n", "mean_reward", "ci_low", "ci_high", "arena", "arena_low", "arena_high", "arena_rank",
+             "arena_note", "mean_standard", "mean_busy", "mean_storm", "mean_extreme", "beat_naive_pct",
+             "beat_naive_low", "beat_naive_high", "feasible_pct", "optimal_pct", "no_submit",
+             "median_checks_to_feasible", "mean_output_tokens", "usd_per_episode", "reward_per_usd",
+             "reward_per_usd_low", "reward_per_usd_high", "median_seconds", "median_tokens", "feasible_check_pct"]
 
 
 def board_records() -> list[dict]:
@@ -56,9 +62,9 @@ def board_json(root: Path, *args: str, capsys) -> list[dict]:
 
 def expected() -> dict[str, dict]:
     return {
-        A: {"model": A, "n": 3, "mean": 0.6, "beat_naive_pct": 100 / 3, "median_checks_to_feasible": 1.5,
+        A: {"model": A, "n": 3, "mean_reward": 0.6, "beat_naive_pct": 100 / 3, "median_checks_to_feasible": 1.5,
             "mean_output_tokens": 730 / 3, "usd_per_episode": 0.0373 / 3, "reward_per_usd": 1.8 / 0.0373},
-        B: {"model": B, "n": 2, "mean": 0.5, "beat_naive_pct": 50.0, "median_checks_to_feasible": 1.0,
+        B: {"model": B, "n": 2, "mean_reward": 0.5, "beat_naive_pct": 50.0, "median_checks_to_feasible": 1.0,
             "mean_output_tokens": 0.0, "usd_per_episode": None, "reward_per_usd": None},
     }
 
@@ -69,7 +75,7 @@ def check_figures(items: list[dict]) -> None:
         want = expected()[item["model"]]
         for key, value in want.items():
             assert item[key] == (pytest.approx(value, rel=1e-9) if isinstance(value, float) else value), key
-        assert item["ci_low"] <= item["mean"] <= item["ci_high"]
+        assert item["ci_low"] <= item["mean_reward"] <= item["ci_high"]
 
 
 def test_board_json_gives_the_hand_worked_figures(folder, capsys):
@@ -87,7 +93,7 @@ def test_the_board_reads_and_writes_nothing_rows_of_an_older_version_are_filled_
     before = snapshot(folder)
     stale = {item["model"]: item for item in board_json(folder, capsys=capsys)}
     assert snapshot(folder) == before  # a command that reads leaves the folder byte for byte as it was
-    assert stale[A]["mean"] == pytest.approx(0.6) and stale[A]["beat_naive_pct"] is None  # not filled in: unknown
+    assert stale[A]["mean_reward"] == pytest.approx(0.6) and stale[A]["beat_naive_pct"] is None  # not filled in: unknown
     assert rollouts_cli.main(["fill-index", "--dir", str(folder)]) == 0
     assert "filled in the index columns of 5 row(s)" in capsys.readouterr().out
     check_figures(board_json(folder, capsys=capsys))
@@ -145,3 +151,30 @@ def test_the_board_command_runs_as_a_program(folder, warm_python):
     done = warm_python.run("agent", "board", "--dir", str(folder), "--json", timeout=120)
     assert done.returncode == 0, done.stderr
     check_figures([json.loads(line) for line in done.stdout.splitlines()])
+
+
+def test_a_figure_added_to_the_data_layer_alone_reaches_browse_the_api_and_the_cli(folder, capsys, monkeypatch):
+    """ARCHITECTURE.md's recipe: one Figure in rollouts.board.FIGURES, and no viewer edit, shows it on Browse's
+    board (its header, width and digits), in /browse_leaderboard's JSON and in the CLI's --wide, --json and --sort;
+    the arena's figures reach all three the same way."""
+    from rollouts import board as boards
+    from viewer.browse.api import browse_leaderboard
+    from viewer.browse.views import board_layout, board_table
+
+    fewest = boards.Figure("fewest_turns", "min(turns)", "fewest turns", "int", page="turns, fewest", width="88px")
+    monkeypatch.setattr(boards, "FIGURES", (*boards.FIGURES, fewest))
+    archive = Archive.of_folder(folder)
+    headers, types, widths = board_layout()
+    assert (headers[-1], types[-1], widths[-1]) == ("turns, fewest", "number", "88px")
+    table = board_table(archive.board(Filters()))
+    assert dict(zip(table["model"], table["turns, fewest"], strict=True)) == {A: 2, B: 3}  # a2 took 2 turns
+    assert {"arena", "arena 95% CI", "arena rank"} <= set(table.columns)
+    api = browse_leaderboard(SimpleNamespace(archive=archive))
+    cli = board_json(folder, capsys=capsys)
+    assert api == cli and [item["fewest_turns"] for item in cli] == [2, 3]  # one JSON, under the same keys
+    assert list(cli[0])[-1] == "fewest_turns" and {"arena", "arena_rank", "arena_note"} <= set(cli[0])
+    assert [item["model"] for item in board_json(folder, "--sort", "fewest_turns", capsys=capsys)] == [B, A]
+    assert main(["board", "--dir", str(folder), "--wide"]) == 0
+    wide = capsys.readouterr().out.splitlines()
+    assert wide[0].endswith("| fewest turns |") and "| arena (95% CI) | arena rank |" in wide[0]
+    assert next(line for line in wide if line.startswith(f"| {B} |")).endswith("| 3 |")

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from rollouts.board import BOOTSTRAP_MAX_EPISODES, BOOTSTRAP_RESAMPLES, FIGURES, sort_board
+from rollouts.board import BOOTSTRAP_MAX_EPISODES, BOOTSTRAP_RESAMPLES, aggregates, sort_board
 from rollouts.board_text import TERMINAL_COLUMNS, board_compact, board_markdown, board_notes
 from rollouts.sample_size import MIN_RANKED
 from tests.board_helpers import board_of, by_model
@@ -93,7 +93,7 @@ def test_one_episode_has_no_interval_and_a_small_model_is_listed_after_the_ranke
     assert [line["model"] for line in lines] == ["greedy", "human", "pair"]
     human = by_model(lines)["human"]
     assert human["mean_reward"] == 1.0
-    for low, high in (f.interval for f in FIGURES if f.interval):
+    for low, high in (f.interval for f in aggregates() if f.interval):
         assert math.isnan(human[low]) and math.isnan(human[high])
     pair = by_model(lines)["pair"]
     assert pair["ci_low"] == pair["ci_high"] == 0.9  # two episodes do give an interval (here a point)

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from rollouts.board import BOOTSTRAP_MAX_EPISODES, COLUMNS, sort_board
+from rollouts.board import BOOTSTRAP_MAX_EPISODES, columns, sort_board
 from rollouts.board_text import board_json
 from tests.board_helpers import board_of, by_model
 
@@ -33,7 +33,7 @@ def test_each_figure_is_over_the_episodes_it_applies_to():
     assert a["reward_per_usd"] == pytest.approx((1.0 + 0.0 + 0.5) / 2.0)
     assert a["beat_naive_low"] <= a["beat_naive_pct"] <= a["beat_naive_high"]
     assert a["reward_per_usd_low"] <= a["reward_per_usd"] <= a["reward_per_usd_high"]
-    assert list(a) == COLUMNS
+    assert list(a) == columns()
 
 
 def test_a_model_without_prices_or_references_gets_unknowns_not_zeros():
@@ -44,7 +44,7 @@ def test_a_model_without_prices_or_references_gets_unknowns_not_zeros():
         assert math.isnan(b[column]), column
     assert b["feasible_check_pct"] == 0.0
     [item] = board_json(lines)
-    assert item["usd_per_episode"] is None and item["beat_naive_pct"] is None and item["mean"] == pytest.approx(0.45)
+    assert item["usd_per_episode"] is None and item["beat_naive_pct"] is None and item["mean_reward"] == pytest.approx(0.45)
 
 
 def test_rows_with_nulls_read_as_unknown_not_as_zero():

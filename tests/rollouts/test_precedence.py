@@ -60,7 +60,7 @@ def test_the_jsonl_copy_wins_in_every_reader(tmp_path, capsys):
 
     assert agent_main(["board", "--dir", str(root), "--json"]) == 0  # the CLI board
     [line] = [json.loads(text) for text in capsys.readouterr().out.splitlines()]
-    assert (line["n"], line["mean"]) == (4, mean)
+    assert (line["n"], line["mean_reward"]) == (4, mean)
 
     with running_fakehub(token=TOKEN) as hub:  # a Hub source, over the same files pushed
         publish(hub.url, "team/precedence", folder_files(root), token=TOKEN)

@@ -21,7 +21,7 @@ from rollouts.sources.local import LocalSource
 from rollouts.store import RolloutStore
 from testkit.records import make_record, make_records
 from viewer.browse.state import BrowseState, state_from_query
-from viewer.browse.views import arena_note, board_table, heatmap_table, list_table, plan_diff, with_ratings
+from viewer.browse.views import arena_note, board_table, heatmap_table, list_table, plan_diff
 
 TASK = "dock-24B-w06x1-busy-0"
 
@@ -130,7 +130,7 @@ def test_the_board_says_n_too_small_and_unrated_and_its_note_names_the_real_scal
     engine = engine_of(records)
     with engine.lock:
         rated = ratings(engine.sql(cells_sql(), []).fetchnumpy())
-    table = board_table(with_ratings(board(engine), rated))
+    table = board_table(board(engine, rated=rated))
     human = table[table["model"] == "human"].iloc[0]
     assert table["model"].iloc[-1] == "human"  # one episode: after the ranked models, whatever its mean
     assert (human["95% CI"], human["arena 95% CI"]) == ("n too small", "unrated") and human.isna()["arena"]

@@ -15,9 +15,9 @@ from typing import Any
 import gradio as gr
 
 from rollouts.archive import REMOTE_WAIT_S, RolloutNotFound
+from rollouts.board_text import board_json
 from rollouts.filters import FILTERS, PAGE_SIZE, SORTABLE, Filters
 from rollouts.sources import SourceError
-from viewer.browse.views import with_ratings
 from viewer.context import AppContext
 
 API_COLUMNS = ["episode_id", "started", "model", "model_name", "task_id", "difficulty", "quay", "num_ships", "reward",
@@ -78,13 +78,13 @@ def browse_rollouts(ctx: AppContext, filters: Filters, sort: str = "started", de
 
 @with_filters
 def browse_leaderboard(ctx: AppContext, filters: Filters, same_tasks: bool = False) -> list[dict]:
-    """Per model over the filtered rollouts: n, mean reward with its 95% bootstrap CI, mean per tier, feasible %,
+    """Per model over the filtered rollouts, every figure of rollouts.board.FIGURES under its name, as `python -m
+    agent board --json` gives them: n, mean reward with its 95% bootstrap CI, mean per tier, feasible %,
     optimal %, ended without submit, median tokens and seconds, the convergence and price figures, and the arena
     rating (`arena`, `arena_low`, `arena_high`, `arena_rank`: null without one; `arena_note`: why not, or a word on
     it; as `python -m agent ratings`).
     same_tasks: only tasks every model played (the arena rating always uses every task two models both played)."""
-    archive = ctx.archive
-    return _plain(with_ratings(archive.board(filters, same_tasks=bool(same_tasks)), archive.ratings(filters)))
+    return board_json(ctx.archive.board(filters, same_tasks=bool(same_tasks)))
 
 
 def browse_record(ctx: AppContext, episode_id: str) -> dict:

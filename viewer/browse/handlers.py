@@ -14,7 +14,7 @@ import gradio as gr
 
 from rollouts.archive import RolloutNotFound
 from rollouts.board_text import board_notes, price_note
-from rollouts.filters import BY_NAME, FILTERS, PAGE_SIZE, Filters
+from rollouts.filters import BY_NAME, FILTERS, PAGE_SIZE
 from rollouts.matches import vote_tally
 from rollouts.record_view import RecordView
 from rollouts.sources import SourceError
@@ -31,7 +31,6 @@ from viewer.browse.views import (
     page_title,
     plan_diff,
     status_markdown,
-    with_ratings,
 )
 from viewer.chart import berth_chart, moved_ships, paired_charts
 from viewer.convergence import convergence_figure
@@ -130,16 +129,9 @@ def open_cell(section: BrowseSection, state: BrowseState, cells: dict, evt: gr.S
 
 
 def same_tasks_changed(section: BrowseSection, state: BrowseState, same: bool) -> dict:
-    lines = rated_board(section, state.filters, same_tasks=bool(same))
+    lines = section.ctx.archive.board(state.filters, same_tasks=bool(same))  # with the arena's figures
     return {section.board: board_table(lines), section.board_models: [line["model"] for line in lines],
             section.state: state.with_(same_tasks=bool(same))}
-
-
-def rated_board(section: BrowseSection, filters: Filters, *, same_tasks: bool = False) -> list[dict]:
-    """The board's lines with the arena columns, both over the rows the filters let through (the ratings use every
-    task two models both played, whatever `same_tasks` says)."""
-    archive = section.ctx.archive
-    return with_ratings(archive.board(filters, same_tasks=same_tasks), archive.ratings(filters))
 
 
 def view_selected(section: BrowseSection, state: BrowseState, evt: gr.SelectData) -> dict:
@@ -308,7 +300,7 @@ def _record_download(ctx: Any, episode_id: str, record: dict, visitor: str) -> t
 
 def board_view(section: BrowseSection, state: BrowseState) -> dict:
     archive, filters = section.ctx.archive, state.filters
-    lines = rated_board(section, filters, same_tasks=state.same_tasks)
+    lines = archive.board(filters, same_tasks=state.same_tasks)
     heat = archive.heatmap(filters)
     cells = {f"{i},{j + 2}": episode for i, row in enumerate(heat.best) for j, episode in enumerate(row) if episode}
     matches = section.ctx.matches

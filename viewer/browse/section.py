@@ -18,12 +18,11 @@ import gradio as gr
 import pandas as pd
 
 from rollouts.filters import SORTABLE
-from rollouts.schema import TIERS
 from viewer.browse import handlers as on
 from viewer.browse.components import BrowseSection
 from viewer.browse.filter_form import build_filters, changes
 from viewer.browse.state import BrowseState
-from viewer.browse.views import BOARD_HEADERS, BOARD_TYPES, LIST_COLUMNS, MORE_COLUMNS
+from viewer.browse.views import LIST_COLUMNS, MORE_COLUMNS, board_layout
 from viewer.context import AppContext
 from viewer.rollout_panel import build_rollout_panel
 from viewer.wiring import bind
@@ -52,8 +51,6 @@ CSS = """
 """
 # Fixed widths: with a rollout open beside it, the list scrolls sideways rather than squeezing the task ids.
 LIST_WIDTHS = ["240px", "226px", "90px", "72px", "150px", "156px"]  # a task, a tier and a time in full; most models
-BOARD_WIDTHS = ["280px", "56px", "112px", "120px", "72px", "128px", "108px", *["86px"] * len(TIERS), "116px", "100px", "100px", "96px",
-                "150px", "126px", "110px", "100px", "96px"]
 # Short enough that the header, the chart and the top of the transcript share the first screen beside the list.
 DETAIL_CHART = {"height": 330, "cranes": False}
 # The page's own URL follows the state (pushState), and the back/forward buttons bring an old state back through a
@@ -181,8 +178,9 @@ def _build_board() -> dict[str, Any]:
                 "column's ⋮ to sort by it; click a cell of the heatmap to open that task's best rollout by that "
                 "model.", elem_id="board-help")
     same_tasks = gr.Checkbox(False, label="Only the tasks every listed model played", elem_id="same-tasks")
-    board = gr.Dataframe(pd.DataFrame(columns=BOARD_HEADERS), interactive=False, elem_id="board", max_height=420,
-                         datatype=BOARD_TYPES, column_widths=BOARD_WIDTHS)
+    headers, types, widths = board_layout()  # rollouts.board.FIGURES, as the page shows them
+    board = gr.Dataframe(pd.DataFrame(columns=headers), interactive=False, elem_id="board", max_height=420,
+                         datatype=types, column_widths=widths)
     board_note = gr.Markdown(elem_id="board-note")
     heatmap = gr.Dataframe(interactive=False, elem_id="heatmap", max_height=560, label="Mean reward by task and "
                            "model (tasks grouped by tier)", datatype="str")

@@ -7,17 +7,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 import pyarrow as pa
 
 from berth_env import PlanError, check, parse_plan
+from rollouts import board as boards
 from rollouts.archive import SourceStatus
-from rollouts.board import Heatmap
+from rollouts.board import Figure, Heatmap
 from rollouts.ratings import Rating, ratings_notes
 from rollouts.sample_size import TOO_SMALL
-from rollouts.schema import TIERS
 from viewer.markdown import escape_cell, fmt_num
 
 SOURCE_ICONS = {"local": "📁", "hub": "🤗", "upstream": "📦"}
@@ -31,25 +32,38 @@ MORE_COLUMNS = {
     "optimal_cost": "optimum", "turns": "turns", "checks": "checks", "tokens": "tokens", "seconds": "seconds",
     "run": "run", "source": "source",
 }
-# The leaderboard as shown: (header, column of the board's lines, digits; None for text). A pair of columns is an
-# interval, shown as text ("n too small" for a mean of one episode). Numbers stay numbers, so the table's own header
-# menu sorts them by value. The arena columns come from rollouts.ratings, joined to the board's lines by
-# `with_ratings`.
-BOARD_COLUMNS = [("model", "model", None), ("n", "n", 0), ("mean reward", "mean_reward", 3),
-                 ("95% CI", ("ci_low", "ci_high"), 3), ("arena", "arena", 0),
-                 ("arena 95% CI", ("arena_low", "arena_high"), 0), ("arena rank", "arena_rank", 0),
-                 *[(tier, f"mean_{tier}", 3) for tier in TIERS],
-                 ("beat naive %", "beat_naive_pct", 0), ("feasible %", "feasible_pct", 0),
-                 ("optimal %", "optimal_pct", 0), ("no submit", "no_submit", 0),
-                 ("checks to feasible", "median_checks_to_feasible", 1), ("output tokens", "mean_output_tokens", 0),
-                 ("$ / episode", "usd_per_episode", 4), ("reward / $", "reward_per_usd", 1),
-                 ("median s", "median_seconds", 0)]
-BOARD_HEADERS = [header for header, _, _ in BOARD_COLUMNS]
-BOARD_TYPES = ["str" if digits is None or isinstance(column, tuple) else "number"
-               for _, column, digits in BOARD_COLUMNS]
-ARENA_COLUMNS = {"arena": "rating", "arena_low": "ci_low", "arena_high": "ci_high", "arena_rank": "rank",
-                 "arena_note": "note"}
-UNRATED = "unrated"  # in the arena interval's place; the notes under the board say why
+
+
+@dataclass(frozen=True)
+class BoardColumn:
+    """One column of the leaderboard as shown, made from a figure of rollouts.board.FIGURES: its header, the
+    board line's column (a pair is an interval, shown as text), its digits (None for text) and width."""
+
+    header: str
+    column: str | tuple[str, str]
+    digits: int | None
+    width: str
+    figure: Figure | None = None
+
+
+def board_columns() -> list[BoardColumn]:
+    """The leaderboard's columns, from the figures (read at call time): each figure Browse shows, then its
+    interval's own column if it has one. Numbers stay numbers, so the table's own header menu sorts them."""
+    out = [BoardColumn("model", "model", None, "280px")]
+    for f in boards.FIGURES:
+        if f.page is None:
+            continue
+        out.append(BoardColumn(f.page_header, f.name, f.page_digits, f.width, f))
+        if f.page_interval is not None and f.interval is not None:
+            out.append(BoardColumn(f.page_interval[0], f.interval, f.page_digits, f.page_interval[1], f))
+    return out
+
+
+def board_layout() -> tuple[list[str], list[str], list[str]]:
+    """The board's headers, Gradio datatypes and column widths."""
+    shown = board_columns()
+    return ([c.header for c in shown], ["str" if c.digits is None or isinstance(c.column, tuple) else "number"
+                                        for c in shown], [c.width for c in shown])
 
 
 def _missing(value: Any) -> bool:
@@ -85,31 +99,26 @@ def list_table(rows: pa.Table, extra: list[str] | tuple[str, ...] = ()) -> pd.Da
 
 def board_table(lines: list[dict]) -> pd.DataFrame:
     """The leaderboard (rollouts.board's lines) as the page shows it: a blank where a figure does not apply."""
+    shown = board_columns()
     out = []
     for row in lines:
-        cells = []
-        for _, column, digits in BOARD_COLUMNS:
-            if isinstance(column, tuple):
-                low, high = (row.get(c) for c in column)
-                # The mean of one episode has no interval (rollouts.sample_size); a missing rating is said below.
-                small = column == ("ci_low", "ci_high") and not _missing(row.get("mean_reward"))
-                unrated = column == ("arena_low", "arena_high") and _missing(row.get("arena"))
-                cells.append((TOO_SMALL if small else UNRATED if unrated else "") if _missing(low) or _missing(high)
-                             else f"{_fixed(low, digits)}–{_fixed(high, digits)}")
-            elif digits is None:
-                cells.append(str(row[column]))
+        cells: list[Any] = []
+        for c in shown:
+            if isinstance(c.column, tuple):
+                low, high = (row.get(name) for name in c.column)
+                # A figure with no interval says why: too few episodes (rollouts.sample_size), or the figure's own
+                # word when it is unknown (a model without an arena rating: the notes below say why).
+                known = c.figure is not None and not _missing(row.get(c.figure.name))
+                cells.append((TOO_SMALL if known else c.figure.unknown if c.figure else "")
+                             if _missing(low) or _missing(high) else f"{_fixed(low, c.digits or 0)}–"
+                                                                     f"{_fixed(high, c.digits or 0)}")
+            elif c.digits is None:
+                cells.append(str(row[c.column]))
             else:
-                value = row.get(column)
-                cells.append(None if _missing(value) else round(float(value), digits or None))
+                value = row.get(c.column)
+                cells.append(None if _missing(value) else round(float(value), c.digits or None))
         out.append(cells)
-    return pd.DataFrame(out, columns=BOARD_HEADERS)
-
-
-def with_ratings(lines: list[dict], rated: list[Rating]) -> list[dict]:
-    """The board's lines with each model's arena rating (ARENA_COLUMNS; None where it has none)."""
-    by_model = {r.model: r for r in rated}
-    return [{**line, **{column: getattr(by_model[line["model"]], field) if line["model"] in by_model else None
-                        for column, field in ARENA_COLUMNS.items()}} for line in lines]
+    return pd.DataFrame(out, columns=[c.header for c in shown])
 
 
 def arena_note(rated: list[Rating], tally: dict[str, dict[str, int]]) -> str:
