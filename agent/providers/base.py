@@ -136,13 +136,14 @@ class ModelAPI:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        for prefix in cls.__dict__.get("prefixes", ()):
+        prefixes = cls.__dict__.get("prefixes", ())
+        for prefix in prefixes:
             taken = PROVIDERS.get(prefix)
             if taken is not None and _name(taken) != _name(cls):  # the same class imported again may replace itself
                 raise TypeError(f"provider prefix {prefix!r} is taken by {_name(taken)}")
-            PROVIDERS[prefix] = cls
         # rollouts sits below agent and cannot ask the registry, so it is told (a group it does not hold: an error).
-        use_price_groups({prefix: cls.price_group for prefix in cls.__dict__.get("prefixes", ())})
+        use_price_groups({prefix: cls.price_group for prefix in prefixes})
+        PROVIDERS.update(dict.fromkeys(prefixes, cls))
 
     # -- before the episode ------------------------------------------------------------------------------------
     @classmethod
