@@ -5,7 +5,8 @@ library's opt-in updater is not used. A price is only as good as what the record
 
 - Which price: the list price that applied when the episode was played (its `started` time; now, for a record
   without one, such as upstream's published rows).
-- Which provider: `anthropic:<model>` and `openai:<model>` at those providers; `hf:<org/model>:<provider>` at the
+- Which provider: the spec's price group (`PRICE_GROUPS`, declared by its provider class): `anthropic:<model>` and
+  `openai:<model>` at those providers; `hf:<org/model>:<provider>` at the
   Hugging Face router's provider of that name (genai-prices' `huggingface_<provider>` tables). An `hf:` episode that
   switched providers mid-way is priced only when every provider that served it charges the same; otherwise it is
   unknown. `hf:` without a provider (the router chose one), `vllm:` (self-hosted), baselines and humans have no
