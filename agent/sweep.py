@@ -18,8 +18,9 @@ from typing import Any, Protocol, TextIO
 
 from tqdm import tqdm
 
+from agent.providers.base import scrub
 from agent.sweep_jobs import JobView, describe
-from agent.sweep_plan import command_secrets, scrub
+from agent.sweep_plan import command_secrets
 from agent.sweep_state import ShardJob, SweepState, board_rel, in_folder, push, save_local
 from rollouts.board_text import board_document, board_terminal
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from agent.sweep_plan import SweepError, SweepPlan, scrub
+from agent.providers.base import scrub
+from agent.sweep_plan import SweepError, SweepPlan
 
 SWEEP_LABEL, SHARD_LABEL = "arena-sweep", "arena-shard"
 # What a shard's plain environment holds: nothing secret, only that its logs arrive line by line.

@@ -34,9 +34,6 @@ DOCKER_REF = re.compile(rf"(?:[A-Za-z0-9.-]+(?::\d+)?/)?{_COMPONENT}(?:/{_COMPON
                         rf"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{{0,127}})?(?:@sha256:[0-9a-f]{{64}})?")
 TIMEOUT = re.compile(r"(\d+(?:\.\d+)?)([smhd]?)")
 _UNIT_S = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
-# Where a provider sends requests when not to its default server: a Job needs it as much as the key. Sent as a
-# secret too: such a URL may carry credentials, and a Job's plain environment is shown to whoever inspects it.
-ENDPOINT_ENV = {"hf": "HF_ROUTER_URL", "vllm": "VLLM_BASE_URL"}
 # A query key or value that looks like a credential: never in a Job's command, which whoever can inspect it reads.
 SECRET_KEY = re.compile(r"(?i)key|token|secret|passw|pwd|auth|sig|credential|session|cookie|bearer|jwt")
 SECRET_VALUE = re.compile(r"(?:hf|sk|ghp|gho|github_pat|xox[a-z])[-_][A-Za-z0-9_-]{8,}")
@@ -290,7 +287,8 @@ def parse_timeout(text: str | None) -> int | None:
 
 def job_secrets(models: list[str], hf_token: str | None) -> dict[str, str]:
     """The secrets the shards need and nothing more: each chosen model's key (and endpoint, when one is set), and
-    the Hub token they push with. SweepError naming the variable when a model's key is missing."""
+    the Hub token they push with, named as each provider declares them (its `key_env` and `endpoint_env`).
+    SweepError naming the variable when a model's key is missing."""
     secrets: dict[str, str] = {}
     for text in models:
         try:
@@ -308,17 +306,11 @@ def job_secrets(models: list[str], hf_token: str | None) -> dict[str, str]:
                              "never in their command or environment)") from None
         if key and api.key_env:
             secrets[api.key_env] = key
-        endpoint = ENDPOINT_ENV.get(spec.provider)
-        if endpoint and os.environ.get(endpoint):
-            secrets[endpoint] = os.environ[endpoint]
+        # Where the provider sends requests when not to its default server: a Job needs it as much as the key. A
+        # secret too: such a URL may carry credentials, and a Job's plain environment is shown to whoever looks.
+        if api.endpoint_env and os.environ.get(api.endpoint_env):
+            secrets[api.endpoint_env] = os.environ[api.endpoint_env]
     if hf_token:
         secrets["HF_TOKEN"] = hf_token
     return secrets
 
-
-def scrub(text: str, secrets: dict[str, str] | list[str]) -> str:
-    """`text` with every secret value masked, for anything printed that came from elsewhere (logs, errors)."""
-    for value in (secrets.values() if isinstance(secrets, dict) else secrets):
-        if value and len(value) >= 4:
-            text = text.replace(value, "***")
-    return text

@@ -5,7 +5,8 @@ library's opt-in updater is not used. A price is only as good as what the record
 
 - Which price: the list price that applied when the episode was played (its `started` time; now, for a record
   without one, such as upstream's published rows).
-- Which provider: `anthropic:<model>` and `openai:<model>` at those providers; `hf:<org/model>:<provider>` at the
+- Which provider: the spec's price group (`PRICE_GROUPS`, declared by its provider class): `anthropic:<model>` and
+  `openai:<model>` at those providers; `hf:<org/model>:<provider>` at the
   Hugging Face router's provider of that name (genai-prices' `huggingface_<provider>` tables). An `hf:` episode that
   switched providers mid-way is priced only when every provider that served it charges the same; otherwise it is
   unknown. `hf:` without a provider (the router chose one), `vllm:` (self-hosted), baselines and humans have no
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
@@ -29,8 +31,15 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 LIBRARY = "genai-prices"
-# Providers whose spec names a model the library prices directly; `hf:` routes map to `huggingface_<route>`.
-DIRECT = ("anthropic", "openai")
+# The price groups: for each, the genai-prices provider whose list prices it pays, `{route}` standing for each
+# provider of the route list a spec names after its model (`hf:org/model:together|novita`). A provider class says
+# which group it is in (its `price_group`, agent/providers/base.py), never rollouts.
+PRICE_GROUPS = {"anthropic": "anthropic", "openai": "openai", "hf": "huggingface_{route}"}
+# spec prefix -> price group (None: unpriced), as the providers declare them: agent.providers.registry hands them
+# over (`use_price_groups`). A prefix not handed over (a process that never loads the providers, such as
+# `python -m rollouts fill-index`) is priced by the group of its own name, the name every built-in provider's
+# group has (tests/agent/test_provider_registry.py checks that).
+_SPEC_GROUPS: dict[str, str | None] = {}
 _KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
 
@@ -44,24 +53,40 @@ def price_table() -> str:
         return f"{LIBRARY} not installed: no prices"
 
 
+def use_price_groups(groups: Mapping[str, str | None]) -> None:
+    """Price specs of each prefix by its group (None: no price), as its provider declares; ValueError naming a
+    group that PRICE_GROUPS does not hold."""
+    unknown = sorted({group for group in groups.values() if group is not None and group not in PRICE_GROUPS})
+    if unknown:
+        raise ValueError(f"unknown price group(s) {', '.join(unknown)}: one of {', '.join(PRICE_GROUPS)}")
+    _SPEC_GROUPS.update(groups)
+
+
+def price_group(prefix: str) -> str | None:
+    """The price group of specs starting `prefix:`, or None when they have no price."""
+    group = _SPEC_GROUPS.get(prefix, prefix)
+    return group if group in PRICE_GROUPS else None
+
+
 def served_by(model: Any, switches: Any = ()) -> list[tuple[str, str]] | None:
     """(genai-prices provider id, model ref) for each provider that served an episode of `model`, in order; None
     when the spec names no priced provider (baselines, humans, `vllm:`, an `hf:` spec without a provider)."""
     if not isinstance(model, str):
         return None
-    provider, _, rest = model.partition(":")
-    if provider in DIRECT:
-        name = rest.partition("@")[0]
-        return [(provider, name)] if name else None
-    if provider != "hf":
+    prefix, _, rest = model.partition(":")
+    group = price_group(prefix)
+    if group is None:
         return None
-    name, colon, routes = rest.partition("@")[0].partition(":")
+    at, name = PRICE_GROUPS[group], rest.partition("@")[0]
+    if "{route}" not in at:
+        return [(at, name)] if name else None
+    name, colon, routes = name.partition(":")
     chain = [route.strip() for route in routes.split("|") if route.strip()]
     if not name or not colon or not chain:
         return None
     # Each switch moves the rest of the episode to the next provider of the route list.
     used = 1 + (len(switches) if isinstance(switches, list) else 0)
-    return [(f"huggingface_{route}", name) for route in chain[:used]]
+    return [(at.format(route=route), name) for route in chain[:used]]
 
 
 def episode_usd(record: dict) -> float | None:

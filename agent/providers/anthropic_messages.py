@@ -30,11 +30,14 @@ class AnthropicProvider(ModelAPI):
     prefixes = ("anthropic",)
     label = "Anthropic"
     key_env = "ANTHROPIC_API_KEY"
+    key_name, key_order = "Anthropic API key", 1
+    endpoint_env = "ANTHROPIC_BASE_URL"
+    price_group = "anthropic"
     model_grammar = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
     model_form = "<model>[@low|@medium|@high], e.g. anthropic:claude-sonnet-4-5"
 
     def __init__(self, spec: ModelSpec, setup: ProviderSetup):
-        self.client = anthropic.Anthropic(api_key=setup.key, base_url=os.environ.get("ANTHROPIC_BASE_URL") or None,
+        self.client = anthropic.Anthropic(api_key=setup.key, base_url=os.environ.get(self.endpoint_env) or None,
                                           max_retries=0, timeout=REQUEST_TIMEOUT_S,
                                           http_client=shared_http_client("anthropic", anthropic.DefaultHttpxClient))
         self.model, self.system, self.max_tokens = spec.model, setup.system, setup.max_tokens

@@ -14,13 +14,14 @@ import json
 import os
 import re
 import threading
-from collections.abc import Callable, Generator, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from agent import events as ev
 from agent.interrupt import Interrupt
 from agent.spec import ModelSpec, SpecError
+from rollouts.prices import use_price_groups
 
 __all__ = [
     "CHARS_PER_TOKEN", "NOTES_CHARS", "REQUEST_TIMEOUT_S", "Interrupt", "MissingKey", "ModelAPI",
@@ -113,8 +114,18 @@ class ModelAPI:
 
     prefixes: ClassVar[tuple[str, ...]] = ()  # the spec prefixes this class plays (`hf`, `vllm`, ...)
     label: ClassVar[str] = "The model provider"  # names the API in retry notes ("Anthropic answered HTTP 429")
-    key_env: ClassVar[str | None] = None  # the environment variable holding its key; None: it needs none
+    # What a provider declares once, for every door that names it (registry.py hands it on): the environment
+    # variable holding its key (None: it needs none), that key in a sentence ("needs an Anthropic API key") and on
+    # its password box in the Run and Arena forms (key_label, when it says more than key_name), where the box sits
+    # among the others (key_order), the variable naming where its requests go instead of its default server (a
+    # sweep's Jobs get it with the key), and its price group: a name in rollouts.prices.PRICE_GROUPS, None unpriced.
+    key_env: ClassVar[str | None] = None
+    key_name: ClassVar[str] = "API key"
+    key_label: ClassVar[str | None] = None
+    key_order: ClassVar[int] = 100
     key_required: ClassVar[bool] = True  # False: it runs without a key when none is given (a local vLLM)
+    endpoint_env: ClassVar[str | None] = None
+    price_group: ClassVar[str | None] = None
     # What a model of this API looks like after `prefix:` (and before `@effort`), and the same in words for the
     # error that refuses a spec breaking it; None: any model the spec's alphabet allows.
     model_grammar: ClassVar[re.Pattern[str] | None] = None
@@ -125,11 +136,14 @@ class ModelAPI:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        for prefix in cls.__dict__.get("prefixes", ()):
+        prefixes = cls.__dict__.get("prefixes", ())
+        for prefix in prefixes:
             taken = PROVIDERS.get(prefix)
             if taken is not None and _name(taken) != _name(cls):  # the same class imported again may replace itself
                 raise TypeError(f"provider prefix {prefix!r} is taken by {_name(taken)}")
-            PROVIDERS[prefix] = cls
+        # rollouts sits below agent and cannot ask the registry, so it is told (a group it does not hold: an error).
+        use_price_groups({prefix: cls.price_group for prefix in prefixes})
+        PROVIDERS.update(dict.fromkeys(prefixes, cls))
 
     # -- before the episode ------------------------------------------------------------------------------------
     @classmethod
@@ -260,12 +274,14 @@ _MASKED = re.compile(rf"(?<!{_KEY_CHAR})(?P<head>{_KEY_CHAR}{{0,32}})(?P<mask>(?
 _KEY_RUN = re.compile(rf"{_KEY_CHAR}{{8,}}")
 
 
-def scrub(text: str, secrets: list[str]) -> str:
-    """Remove every secret (an API key, a token) from a text that may reach a record, a log or a page, and what
-    gives part of one away: a masked echo (providers quote a wrong key as `sk-proj-****...WXYZ` or
-    `sk-ant-ap...WXYZ`: its first characters, from 4, or its last, from 3, around a mask) and any run of 8 or more
-    of its characters in a row (a key cut off by a length limit)."""
-    keys = [secret for secret in secrets if secret and len(secret) >= 4]
+def scrub(text: str, secrets: Mapping[str, str] | Iterable[str]) -> str:
+    """Remove every secret (an API key, a token; of a mapping, its values) from a text that may reach a record, a
+    log, a terminal or a page, and what gives part of one away: a masked echo (providers quote a wrong key as
+    `sk-proj-****...WXYZ` or `sk-ant-ap...WXYZ`: its first characters, from 4, or its last, from 3, around a mask)
+    and any run of 8 or more of its characters in a row (a key cut off by a length limit). The one scrubber: the
+    loop's errors and the sweep's messages alike."""
+    values = secrets.values() if isinstance(secrets, Mapping) else secrets
+    keys = [secret for secret in values if secret and len(secret) >= 4]
     for secret in keys:
         text = text.replace(secret, REDACTED)
     if not keys:

@@ -186,13 +186,16 @@ class HFRouterProvider(ChatCompletionsAPI):
     prefixes = ("hf",)
     label = "The Hugging Face router"
     key_env = "HF_TOKEN"
+    key_name, key_label, key_order = "Hugging Face token", "Hugging Face token (hf:)", 3
+    endpoint_env = "HF_ROUTER_URL"
+    price_group = "hf"  # at the router's provider the spec names (`hf:org/model:together`)
     # `org/model`, then (spec.model and each fallback) the one router provider to try: `org/model:together`.
     model_grammar = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*(:[A-Za-z0-9][A-Za-z0-9._-]*)?")
     model_form = "<org>/<model>[:provider|provider2...], e.g. hf:Qwen/Qwen3-8B:together"
 
     @classmethod
     def endpoint(cls) -> str:
-        return os.environ.get("HF_ROUTER_URL") or HF_ROUTER_URL
+        return os.environ.get(cls.endpoint_env) or HF_ROUTER_URL
 
 
 class VLLMProvider(ChatCompletionsAPI):
@@ -201,18 +204,20 @@ class VLLMProvider(ChatCompletionsAPI):
     prefixes = ("vllm",)
     label = "The vLLM server"
     key_env = "VLLM_API_KEY"
+    key_name, key_label, key_order = "vLLM server key", "vLLM server key (vllm:)", 4
     key_required = False
+    endpoint_env = "VLLM_BASE_URL"  # self-hosted: no price
     model_grammar = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/+-]*")  # the server's own names: any but a route list
     model_form = "<model> as the server at VLLM_BASE_URL names it, e.g. vllm:meta-llama/Llama-3.1-8B-Instruct"
 
     @classmethod
     def endpoint(cls) -> str:
-        return os.environ["VLLM_BASE_URL"]
+        return os.environ[cls.endpoint_env]
 
     @classmethod
     def check_endpoint(cls, spec: ModelSpec) -> None:
-        if not os.environ.get("VLLM_BASE_URL"):
-            raise SpecError(f"{spec.text} needs VLLM_BASE_URL, the OpenAI-compatible server to send requests to")
+        if not os.environ.get(cls.endpoint_env):
+            raise SpecError(f"{spec.text} needs {cls.endpoint_env}, the OpenAI-compatible server to send requests to")
 
 
 def _route(turn: int, kind: str, piece: str, text: list[str], reasoning: list[str]) -> ev.Event:

@@ -23,11 +23,14 @@ class ResponsesProvider(OpenAIClientAPI):
     prefixes = ("openai",)
     label = "OpenAI"
     key_env = "OPENAI_API_KEY"
+    key_name, key_order = "OpenAI API key", 2
+    endpoint_env = "OPENAI_BASE_URL"
+    price_group = "openai"
     model_grammar = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]*")  # a fine-tune's id has colons: ft:gpt-x:org::id
     model_form = "<model>[@low|@medium|@high], e.g. openai:gpt-5"
 
     def __init__(self, spec: ModelSpec, setup: ProviderSetup):
-        self.client = self.make_client(os.environ.get("OPENAI_BASE_URL") or None, setup.key)
+        self.client = self.make_client(os.environ.get(self.endpoint_env) or None, setup.key)
         self.model, self.system, self.max_tokens = spec.model, setup.system, setup.max_tokens
         self.effort = spec.effort or "medium"
         self.tools = [{"type": "function", "name": t["name"], "description": t["description"],

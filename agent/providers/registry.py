@@ -1,7 +1,10 @@
-"""From a model spec to the provider that plays it.
+"""From a model spec to the provider that plays it, and what each provider declares for the doors that name it.
 
-Every module of this package is imported once, the first time a spec is read; each `ModelAPI` subclass with
-`prefixes` registers itself as its class is defined (base.py). So adding a provider is adding one module here.
+Every module of this package is imported once, the first time a spec is read or a provider's declarations are
+asked for; each `ModelAPI` subclass with `prefixes` registers itself as its class is defined (base.py). So adding
+a provider is adding one module here: the forms' key fields (`key_providers`), the CLI's and the forms' key check
+(`resolve_key`), a sweep's secrets (`key_env`, `endpoint_envs`) and the prices (its `price_group`, handed to
+rollouts.prices as the class is defined) all read the class.
 """
 
 from __future__ import annotations
@@ -15,14 +18,27 @@ import agent.providers
 from agent.providers.base import PROVIDERS, MissingKey, ModelAPI, ProviderSetup
 from agent.spec import ModelSpec, SpecError, read_spec
 
-__all__ = ["MissingKey", "check_endpoint", "make_provider", "parse_spec", "prefixes", "preload_and_freeze",
-           "provider_class", "resolve_key", "runs_here"]
+__all__ = ["MissingKey", "check_endpoint", "endpoint_envs", "key_providers", "make_provider", "parse_spec",
+           "prefixes", "preload_and_freeze", "provider_class", "resolve_key", "runs_here"]
 
 
 @functools.cache
 def _import_providers() -> None:
     for module in pkgutil.iter_modules(agent.providers.__path__):
         importlib.import_module(f"{agent.providers.__name__}.{module.name}")
+
+
+def key_providers() -> list[tuple[str, type[ModelAPI]]]:
+    """(prefix, class) for each prefix whose provider takes a key, in the order the forms show their key fields."""
+    _import_providers()
+    return sorted(((prefix, api) for prefix, api in PROVIDERS.items() if api.key_env),
+                  key=lambda entry: (entry[1].key_order, entry[0]))
+
+
+def endpoint_envs() -> dict[str, str]:
+    """prefix -> the environment variable naming where its requests go, for providers that read one."""
+    _import_providers()
+    return {prefix: api.endpoint_env for prefix, api in sorted(PROVIDERS.items()) if api.endpoint_env}
 
 
 def prefixes() -> tuple[str, ...]:

@@ -9,8 +9,10 @@ import re
 import pytest
 
 from agent.grid import grid_cells, task_ids
+from agent.providers.base import scrub
 from agent.sweep_cost import JOB_START_S, LOCAL_START_S, episode_guess, estimate, hourly_usd
-from agent.sweep_plan import SweepError, SweepPlan, job_secrets, parse_timeout, resolve_image, scrub
+from agent.sweep_jobs import describe
+from agent.sweep_plan import SweepError, SweepPlan, job_secrets, parse_timeout, resolve_image
 from rollouts.prices import episode_usd
 from rollouts.store import RolloutStore
 from testkit.records import make_record
@@ -119,7 +121,16 @@ def test_images_timeouts_and_the_secrets_a_sweep_sends():
         patch.delenv("OPENAI_API_KEY")
         with pytest.raises(SweepError, match="openai:gpt-x needs OPENAI_API_KEY"):
             job_secrets(["openai:gpt-x"], "hf_t")
-    assert scrub("token hf_t and sk-ant-1 here", {"a": "hf_t", "b": "sk-ant-1"}) == "token *** and *** here"
+    assert scrub("token hf_t and sk-ant-1 here", {"a": "hf_t", "b": "sk-ant-1"}) == "token [redacted] and [redacted] here"
+
+
+def test_the_sweep_scrubs_a_masked_echo_of_a_secret_as_the_loop_does():
+    """One scrubber (agent.providers.base.scrub): the sweep's own copy replaced whole values only, so a Hub error
+    quoting the token masked (`hf_PqRs…8Rd2`) reached the terminal with its first and last characters."""
+    token = "hf_PqRsTuVwXyZaBcDeFgHiJkLmNoPq8Rd2"
+    said = describe(RuntimeError(f"401 Client Error: invalid token {token[:7]}…{token[-4:]} for the namespace"),
+                    {"HF_TOKEN": token})
+    assert said == "401 Client Error: invalid token [redacted] for the namespace"
 
 
 def test_the_estimate_counts_waves_of_concurrent_episodes_and_the_timeout_bounds_the_jobs():

@@ -27,7 +27,7 @@ from viewer.arena.match import begin_match, match_frames, random_pool, revealed_
 from viewer.arena.view import RULE, VOTE_LABELS
 from viewer.context import AppContext
 from viewer.markdown import escape_md
-from viewer.models import MODEL_INFO, PRESETS, build_key_fields
+from viewer.models import MODEL_INFO, PRESETS, build_key_fields, typed_keys
 from viewer.rollout_panel import build_rollout_panel, draft
 from viewer.run.stream import FormError, budget_notice
 from viewer.task_picker import build_task_picker, wire_task_picker
@@ -129,21 +129,22 @@ def _wire(s: ArenaSection) -> None:
     private = {"api_visibility": "private"}
     wire_task_picker(s.picker)
     s.random.input(bind(pick_random, s), [s.random], [s.model_a, s.model_b], **private)
-    form = [s.model_a, s.model_b, s.random, s.task, *s.key_fields.values()]
+    # The key fields go in by name (`**typed` in the handlers), one per provider that takes a key.
+    form, keys = [s.model_a, s.model_b, s.random, s.task], {"inputs_kwargs": s.key_fields}
     locked = [s.run_button, s.stop_button, s.note, s.vote_row, s.ballot, s.verdict, s.sides_row]
     started = s.run_button.click(bind(lock_controls, s), None, locked, **private)
     started.then(None, js=SCROLL_TO_MATCH, **private)  # once the verdict line says the match is starting
     # show_progress hidden: each side's status line says how its episode goes.
     running = started.then(bind(start_match, s), form, [*s.match_outputs, s.note, s.keys], concurrency_limit=None,
-                           show_progress="hidden", **private)
+                           show_progress="hidden", **keys, **private)
     running.then(bind(unlock_controls, s), None, [s.run_button, s.stop_button], **private).then(
         None, js=SCROLL_TO_MATCH, **private)  # the verdict and the vote, on a phone
     s.stop_button.click(bind(stop_match, s), [s.match], [s.verdict, s.stop_button], **private)
     # What a match on the Space's keys may spend, before it starts, and again once one ends (less is left then).
-    spend_in = [s.model_a, s.model_b, s.random, *s.key_fields.values()]
+    spend_in = [s.model_a, s.model_b, s.random]
     gr.on([s.model_a.change, s.model_b.change, s.random.change, *(f.change for f in s.key_fields.values())],
-          bind(show_budget, s), spend_in, [s.budget_note], show_progress="hidden", **private)
-    running.then(bind(show_budget, s), spend_in, [s.budget_note], show_progress="hidden", **private)
+          bind(show_budget, s), spend_in, [s.budget_note], show_progress="hidden", **keys, **private)
+    running.then(bind(show_budget, s), spend_in, [s.budget_note], show_progress="hidden", **keys, **private)
     for choice, button in s.vote_buttons.items():
         button.click(bind(cast_vote, s, choice), [s.match], s.match_outputs, **private)
     s.skip.click(bind(cast_vote, s, SKIP), [s.match], s.match_outputs, **private)
@@ -159,12 +160,11 @@ def pick_random(section: ArenaSection, random: bool) -> dict:
     return {section.model_a: gr.Dropdown(interactive=not random), section.model_b: gr.Dropdown(interactive=not random)}
 
 
-def show_budget(section: ArenaSection, model_a: str, model_b: str, random: bool, anthropic_key: str,
-                openai_key: str, hf_key: str, vllm_key: str, request: gr.Request) -> dict:
+def show_budget(section: ArenaSection, model_a: str, model_b: str, random: bool, request: gr.Request,
+                **typed: str) -> dict:
     """The match's share of the Space's budget (viewer.run.stream.budget_notice): a random pair plays on the
     Space's keys and holds its pool's two dearest models (viewer.arena.match.begin_match), so the note is theirs."""
-    keys = {"anthropic": anthropic_key, "openai": openai_key, "hf": hf_key, "vllm": vllm_key}
-    models = [model_a, model_b]
+    keys, models = typed_keys(typed), [model_a, model_b]
     budget = section.ctx.registry.budget
     if random is True and budget is not None:
         keys, models = {}, budget.dearest(random_pool())
@@ -187,12 +187,11 @@ def unlock_controls(section: ArenaSection) -> dict:
 
 
 async def start_match(section: ArenaSection, model_a: str, model_b: str, random: bool, task_id: str,
-                      anthropic_key: str, openai_key: str, hf_key: str, vllm_key: str, request: gr.Request,
-                      oauth_token: gr.OAuthToken | None = None) -> AsyncIterator[dict]:
-    """Start both episodes and stream them side by side to the verdict; a request that cannot start says why."""
-    keys = {"anthropic": anthropic_key, "openai": openai_key, "hf": hf_key, "vllm": vllm_key}
-    if not keys["hf"] and oauth_token is not None:
-        keys["hf"] = oauth_token.token
+                      request: gr.Request, oauth_token: gr.OAuthToken | None = None,
+                      **typed: str) -> AsyncIterator[dict]:
+    """Start both episodes and stream them side by side to the verdict; a request that cannot start says why.
+    `typed`: the key fields' values by provider (viewer.models.build_key_fields)."""
+    keys = typed_keys(typed, oauth_token)
     owner = getattr(request, "session_hash", None) or "anonymous"
     try:
         match = await in_worker(begin_match, section.ctx, model_a, model_b, task_id, random, keys, owner,
@@ -274,9 +273,9 @@ def wire_page_load(section: ArenaSection, demo: gr.Blocks) -> None:
     attached = loaded.then(bind(attach_match, section), [section.watch], section.match_outputs,
                            show_progress="hidden", api_visibility="private")
     attached.then(None, [section.watch], None, js=LAND_ON_MATCH, api_visibility="private")
-    demo.load(bind(show_budget, section), [section.model_a, section.model_b, section.random,
-                                           *section.key_fields.values()], [section.budget_note],
-              api_visibility="private", show_progress="hidden")
+    demo.load(bind(show_budget, section), [section.model_a, section.model_b, section.random],
+              [section.budget_note], inputs_kwargs=section.key_fields, api_visibility="private",
+              show_progress="hidden")
 
 
 def match_link(request: gr.Request) -> tuple[str, Any]:

@@ -27,7 +27,7 @@ from rollouts.schema import valid_episode_id
 from viewer.chart import preview_chart
 from viewer.context import SERVER_CHOICES, AppContext
 from viewer.markdown import escape_md
-from viewer.models import DEFAULT_MODEL, MODEL_INFO, PRESETS, build_key_fields
+from viewer.models import DEFAULT_MODEL, MODEL_INFO, PRESETS, build_key_fields, typed_keys
 from viewer.rollout_panel import build_rollout_panel, draft
 from viewer.run.components import RunSection
 from viewer.run.stream import FormError, budget_notice, page_frames, replay_frame, start_episode
@@ -124,20 +124,21 @@ def _wire(s: RunSection) -> None:
     server_out = [s.server_url, s.picker.catalog, s.picker.split, s.task, s.server_note]
     gr.on([s.server.input, s.server_url.submit], bind(change_server, s), [s.server, s.server_url], server_out,
           **private)
-    form = [s.model, s.task, s.max_turns, s.max_tokens, s.server, s.server_url, *s.key_fields.values()]
+    # The key fields go in by name (`**typed` in the handlers), one per provider that takes a key.
+    form, keys = [s.model, s.task, s.max_turns, s.max_tokens, s.server, s.server_url], {"inputs_kwargs": s.key_fields}
     controls = [s.run_button, s.stop_button, s.model_note, s.server_note]
     # On a phone the episode is below the form: bring it into view when Run is pressed.
     started = s.run_button.click(bind(lock_controls, s), None, controls, js=SCROLL_TO_EPISODE, **private)
     # show_progress hidden: the status line says how the episode goes, and Gradio's progress dots would sit
     # under every finished tool call of the chat until the episode ends.
     running = started.then(bind(start_run, s), form, [*s.frame_outputs, s.model_note, s.server_note, s.keys],
-                           concurrency_limit=None, show_progress="hidden", **private)
+                           concurrency_limit=None, show_progress="hidden", **keys, **private)
     running.then(bind(unlock_controls, s), None, [s.run_button, s.stop_button], **private)
     # What a run on the Space's keys may spend, before it starts, and again once one ends (less is left then).
-    spend_in = [s.model, s.max_turns, s.max_tokens, *s.key_fields.values()]
+    spend_in = [s.model, s.max_turns, s.max_tokens]
     gr.on([s.model.change, s.max_turns.change, s.max_tokens.change, *(f.change for f in s.key_fields.values())],
-          bind(show_budget, s), spend_in, [s.budget_note], show_progress="hidden", **private)
-    running.then(bind(show_budget, s), spend_in, [s.budget_note], show_progress="hidden", **private)
+          bind(show_budget, s), spend_in, [s.budget_note], show_progress="hidden", **keys, **private)
+    running.then(bind(show_budget, s), spend_in, [s.budget_note], show_progress="hidden", **keys, **private)
     s.stop_button.click(bind(stop_run, s), [s.episode], [s.status, s.stop_button], **private)
     s.panel.plan_step.release(bind(show_step, s), [s.panel.plan_step, s.panel.steps, s.episode], [s.panel.chart],
                               **private)
@@ -190,10 +191,9 @@ def change_server(section: RunSection, choice: str, url: str) -> dict:
             **show_catalog(section.picker, listed, f"{count} tasks on {target}" if target else None)}
 
 
-def show_budget(section: RunSection, model: str, turns: float, tokens: float, anthropic_key: str, openai_key: str,
-                hf_key: str, vllm_key: str, request: gr.Request) -> dict:
-    keys = {"anthropic": anthropic_key, "openai": openai_key, "hf": hf_key, "vllm": vllm_key}
-    note = budget_notice(section.ctx, [model], turns, tokens, keys, visitor_of(request))
+def show_budget(section: RunSection, model: str, turns: float, tokens: float, request: gr.Request,
+                **typed: str) -> dict:
+    note = budget_notice(section.ctx, [model], turns, tokens, typed_keys(typed), visitor_of(request))
     return {section.budget_note: gr.Markdown(f"💳 {escape_md(note)}" if note else "", visible=bool(note))}
 
 
@@ -209,12 +209,11 @@ def unlock_controls(section: RunSection) -> dict:
 
 
 async def start_run(section: RunSection, model: str, task_id: str, turns: float, tokens: float,
-                    server_choice: str, url: str, anthropic_key: str, openai_key: str, hf_key: str, vllm_key: str,
-                    request: gr.Request, oauth_token: gr.OAuthToken | None = None) -> AsyncIterator[dict]:
-    """Start an episode and stream its display; a request that cannot start says why beside the field to fix."""
-    keys = {"anthropic": anthropic_key, "openai": openai_key, "hf": hf_key, "vllm": vllm_key}
-    if not keys["hf"] and oauth_token is not None:
-        keys["hf"] = oauth_token.token
+                    server_choice: str, url: str, request: gr.Request, oauth_token: gr.OAuthToken | None = None,
+                    **typed: str) -> AsyncIterator[dict]:
+    """Start an episode and stream its display; a request that cannot start says why beside the field to fix.
+    `typed`: the key fields' values by provider (viewer.models.build_key_fields)."""
+    keys = typed_keys(typed, oauth_token)
     owner = getattr(request, "session_hash", None) or "anonymous"
     try:
         started = await in_worker(start_episode, section.ctx, model, task_id, turns, tokens, server_choice,
@@ -309,9 +308,9 @@ def wire_page_load(section: RunSection, demo: gr.Blocks) -> None:
     loaded = demo.load(episode_link, None, [watch], api_visibility="private", show_progress="hidden", queue=False)
     loaded.then(bind(attach_episode, section), [watch], section.frame_outputs, show_progress="hidden",
                 api_visibility="private")
-    demo.load(bind(show_budget, section), [section.model, section.max_turns, section.max_tokens,
-                                           *section.key_fields.values()], [section.budget_note],
-              api_visibility="private", show_progress="hidden")
+    demo.load(bind(show_budget, section), [section.model, section.max_turns, section.max_tokens],
+              [section.budget_note], inputs_kwargs=section.key_fields, api_visibility="private",
+              show_progress="hidden")
 
 
 def episode_link(request: gr.Request) -> str:

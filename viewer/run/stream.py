@@ -41,8 +41,6 @@ from viewer.wiring import base_url, in_worker
 FRAME_S = 0.05
 IDLE_TICK_S = 1.0  # the status line's clock still ticks when nothing arrives
 API_FRAME_S = 0.25
-KEY_FIELDS = {"anthropic": "Anthropic API key", "openai": "OpenAI API key", "hf": "Hugging Face token",
-              "vllm": "vLLM server key"}  # as the form's key fields are labelled
 
 
 KEY_MAX_CHARS = 1000  # the longest provider keys are about 200 characters
@@ -192,10 +190,9 @@ def _checked_spec(field: str, model: Any, keys: dict[str, str]) -> str:
         resolve_key(spec, keys)
         check_endpoint(spec)
     except MissingKey:
-        key_field = KEY_FIELDS.get(spec.provider, "API key")
-        variable = provider_class(spec.provider).key_env
-        raise FormError(field, f"{excerpt(model)} needs an {key_field}: paste one under API keys below (used for "
-                               f"this run only), or set {variable} on the Space.", needs_key=True) from None
+        api = provider_class(spec.provider)
+        raise FormError(field, f"{excerpt(model)} needs an {api.key_name}: paste one under API keys below (used for "
+                               f"this run only), or set {api.key_env} on the Space.", needs_key=True) from None
     except SpecError as exc:
         raise FormError(field, str(exc)) from None
     return model
@@ -216,10 +213,18 @@ def _checked_keys(keys: dict[str, Any]) -> dict[str, str]:
     for provider, key in (keys or {}).items():
         key = key.strip() if isinstance(key, str) else ""
         if len(key) > KEY_MAX_CHARS or not key.isprintable():
-            raise FormError("model", f"The {KEY_FIELDS.get(provider, 'API key')} must be at most {KEY_MAX_CHARS} "
+            raise FormError("model", f"The {_key_name(provider)} must be at most {KEY_MAX_CHARS} "
                                      "printable characters.", needs_key=True)
         checked[provider] = key
     return checked
+
+
+def _key_name(provider: str) -> str:
+    """A provider's key in a sentence ("Anthropic API key"), as the provider declares it."""
+    try:
+        return provider_class(provider).key_name
+    except SpecError:
+        return "API key"
 
 
 def episode_markdown(ctx: AppContext, run: EpisodeRun, request: gr.Request | None) -> str:
