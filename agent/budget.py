@@ -172,11 +172,13 @@ class SpendBudget:
                 hold_as: Sequence[str] | None = None) -> list[Hold | None]:
         """Hold each episode's worst case (None for one off the Space's keys), all or none: BudgetExceeded saying
         which budget, and nothing held, when they do not all fit. `hold_as`: models whose worst cases are held in
-        place of the episodes' own, one each (a random pair holds its pool's dearest pair, so that neither the hold
-        nor what is left after it tells which models were drawn)."""
-        if hold_as is not None:
-            episodes = [(like, options) for like, (_, options) in zip(hold_as, episodes, strict=True)]
+        place of the episodes' own, one each, in total (a random pair holds its pool's dearest pair, so that neither
+        the hold nor what is left after it tells which models were drawn), shared among the sides on the Space's
+        keys so that each settles to its own usage (`_held_as`)."""
         charges = self.charge(episodes)
+        if hold_as is not None:
+            charges = _held_as(charges, self.charge([(like, options) for like, (_, options)
+                                                     in zip(hold_as, episodes, strict=True)]))
         tokens = sum(c[0] for c in charges if c)
         usd = sum(c[1] for c in charges if c)
         if not tokens:
@@ -251,6 +253,21 @@ class SpendBudget:
                     _rest(lim.visitor_usd_per_hour, sum(h.usd for h in holds)),
                     _rest(lim.space_tokens_per_day, sum(h.tokens for h in self._today)),
                     _rest(lim.space_usd_per_day, sum(h.usd for h in self._today)))
+
+
+def _held_as(own: list[tuple[int, float] | None],
+             stand_in: list[tuple[int, float] | None]) -> list[tuple[int, float] | None]:
+    """The stand-ins' worst cases in total, shared among the episodes that play on the Space's keys (the first one
+    when none does): each of those holds a share, so each is settled to its own usage. Held by side, a side drawn
+    on the Space's keys facing a stand-in that is not would hold nothing, and its spending would never count."""
+    tokens, usd = sum(c[0] for c in stand_in if c), sum(c[1] for c in stand_in if c)
+    if not tokens:
+        return [None] * len(own)
+    sides = [i for i, c in enumerate(own) if c] or [0]
+    share = [(tokens // len(sides), usd / len(sides)) for _ in sides]
+    share[0] = (share[0][0] + tokens % len(sides), share[0][1])
+    shared = dict(zip(sides, share, strict=True))
+    return [shared.get(i) for i in range(len(own))]
 
 
 def _rest(cap: float, spent: float) -> Any:

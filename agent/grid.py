@@ -98,9 +98,10 @@ def spread_sample(tasks: Sequence[tuple[str, str]], n: int, seed: str = SAMPLE_S
         return [task for task, _ in tasks]
     order = sorted(groups, key=_tier_rank)
     share = {tier: n * len(groups[tier]) / len(tasks) for tier in order}
-    take = {tier: min(len(groups[tier]), max(math.floor(share[tier]), int(n >= len(order)))) for tier in order}
-    while sum(take.values()) > n:  # the minimum of one each overshot: give back from the largest
-        tier = max(order, key=lambda t: (take[t] - share[t], take[t]))
+    least = int(n >= len(order))
+    take = {tier: min(len(groups[tier]), max(math.floor(share[tier]), least)) for tier in order}
+    while sum(take.values()) > n:  # the minimum of one each overshot: give back from a tier above it, never below
+        tier = max((t for t in order if take[t] > least), key=lambda t: (take[t] - share[t], take[t]))
         take[tier] -= 1
     while sum(take.values()) < n:
         tier = max((t for t in order if take[t] < len(groups[t])), key=lambda t: (share[t] - take[t], len(groups[t])))

@@ -167,6 +167,12 @@ class MatchRegistry:
             return frozenset(run.episode_id for m in (*self._matches.values(), *self._ballots.values())
                              if m.undecided for run in m.runs)
 
+    def public_rows(self) -> list[dict]:
+        """The book's match rows a page may show or count: not an undecided random match's (`withheld_episodes`),
+        whose row names both models before the vote."""
+        hidden = self.withheld_episodes()
+        return [row for row in self.book.rows() if row["episode_a"] not in hidden and row["episode_b"] not in hidden]
+
     def _forget_old(self) -> None:
         """Past the newest `keep`, a concluded match keeps only its ballot (its episodes' events go), for BALLOT_S."""
         concluded = [k for k, m in self._matches.items() if m.concluded.is_set()]

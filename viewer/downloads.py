@@ -38,6 +38,9 @@ TOTAL_BYTES = 1 << 30  # what every download together may hold
 SHARED = "page"  # the visitor of a download made without one (a rollout's JSON, opened by any page)
 
 
+_FULL = "The Space is holding as many downloads as it may right now: try again in a few minutes."
+
+
 class DownloadRefused(RuntimeError):
     """A download past one of the bounds; the message says which, for the visitor."""
 
@@ -97,6 +100,8 @@ class Downloads:
             with self._lock:
                 self._held[folder].size = size
                 held = self._bytes(visitor)
+                # Again now that the size is known: downloads written at the same time each saw the others' as 0.
+                total = sum(h.size for h in self._held.values())
             if size > self.visitor_bytes:
                 raise DownloadRefused(f"This download would be {_mb(size)}, more than the {_mb(self.visitor_bytes)} "
                                       "one download may be: narrow the filters, or take the Parquet form, which is "
@@ -105,6 +110,8 @@ class Downloads:
                 raise DownloadRefused(f"Your downloads already hold {_mb(held - size)} here (up to "
                                       f"{_mb(self.visitor_bytes)} per visitor): each is removed once fetched or "
                                       f"after {self.keep_s / 60:.0f} minutes. Fetch or wait, then try again.")
+            if total > self.total_bytes:
+                raise DownloadRefused(_FULL)
         except BaseException:
             self._drop(folder)
             raise
@@ -153,8 +160,7 @@ class Downloads:
                                       f"{_mb(self.visitor_bytes)} per visitor): each is removed once fetched or "
                                       f"after {self.keep_s / 60:.0f} minutes. Fetch or wait, then try again.")
             if sum(h.size for h in self._held.values()) >= self.total_bytes:
-                raise DownloadRefused("The Space is holding as many downloads as it may right now: try again in a "
-                                      "few minutes.")
+                raise DownloadRefused(_FULL)
             folder = Path(tempfile.mkdtemp(dir=self.folder))
             self._held[folder] = _Held(visitor, time.monotonic())
             self._writing[visitor] = self._writing.get(visitor, 0) + 1

@@ -34,6 +34,9 @@ MESSAGE_CHARS = 60_000     # one transcript message at most (the raw JSON has th
 # The whole transcript at most: past it, a record's page is shortened and points to its raw JSON. A 24 MB record
 # rendered whole was an 8 MB page (kept in memory, and sent to every crawler); a page of this size reads fine.
 TRANSCRIPT_CHARS = 400_000
+# What each message shown takes of that budget beyond its text: its own markup (about 150 characters) and its
+# render. Counted, a record of a hundred thousand one-letter messages (a dataset's, anyone's) is shortened too.
+MESSAGE_COST = 200
 DESCRIPTION_CHARS = 300
 ATTRIBUTION = "Task data: Port de Barcelona open data portal, CC BY-SA 4.0."
 
@@ -215,14 +218,16 @@ def transcript_html(messages: Sequence[Any], *, raw: str | None = None,
             children.setdefault(parent, []).append(message)
         else:
             roots.append(message)
-    left = [budget]
+    left, shown = [budget], [0]
 
     def render(message: Any) -> str:
         meta = _meta(message)
         role = "user" if getattr(message, "role", "") == "user" else "assistant"
         content = shorten(str(getattr(message, "content", "") or ""), max(0, min(MESSAGE_CHARS, left[0])))
-        left[0] -= len(content)
-        inner = markdown_html(content, demote=3) + "".join(render(c) for c in children.get(str(meta.get("id")), []))
+        left[0] -= len(content) + MESSAGE_COST
+        shown[0] += 1
+        inner = markdown_html(content, demote=3) + "".join(render(c) for c in children.get(str(meta.get("id")), [])
+                                                           if left[0] > 0)
         if not meta.get("title"):
             return f'<div class="msg {role}" dir="auto">{inner}</div>'
         log = " · ".join(str(x) for x in (meta.get("log"), _duration(meta.get("duration"))) if x)
@@ -230,13 +235,13 @@ def transcript_html(messages: Sequence[Any], *, raw: str | None = None,
         return (f'<details class="msg {role}"><summary>{markdown_html(str(meta["title"]), inline=True)}{aside}'
                 f'</summary><div class="body" dir="auto">{inner}</div></details>')
 
-    shown = []
+    parts = []
     for message in roots:
         if left[0] <= 0:
             break
-        shown.append(render(message))
+        parts.append(render(message))
     return ('<section class="transcript"><h2>Transcript</h2><p class="hint">Thinking, tool calls and their results '
-            f'are folded: open one to read it.</p>{"".join(shown)}{_shortened(len(roots) - len(shown), raw)}'
+            f'are folded: open one to read it.</p>{"".join(parts)}{_shortened(len(messages) - shown[0], raw)}'
             "</section>")
 
 

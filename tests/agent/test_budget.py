@@ -219,12 +219,33 @@ def test_a_random_pair_holds_its_pools_dearest_pair_whatever_is_drawn(space_key)
     dearest = budget.dearest(pool)
     assert dearest == ["hf:zai-org/GLM-5.3:together", MODEL]
     expected = [worst_case(model, 12, 24000) for model in dearest]
+    total = (sum(c[0] for c in expected), sum(c[1] for c in expected))
     for drawn in (("baseline:greedy", "baseline:hasty"), (MODEL, "baseline:greedy"), tuple(dearest)):
         holds = budget.reserve("v", [(model, {"keys": {}}) for model in drawn], hold_as=dearest)
-        assert [(h.tokens, pytest.approx(h.usd)) for h in holds] == expected
+        held = [h for h in holds if h]
+        assert (sum(h.tokens for h in held), pytest.approx(sum(h.usd for h in held))) == total
         for hold in holds:  # a baseline's side settles to nothing, like any run's to its usage
             budget.settle(hold, {"model": "baseline:greedy", "usage": {}})
     assert budget.left("v").space_usd == pytest.approx(100.0)
+
+
+def test_a_random_pairs_side_on_the_spaces_keys_counts_what_it_spent_whatever_it_stands_in_for(space_key):
+    # One model of the pool plays on the Space's keys: the dearest pair is it and a baseline. Drawn against
+    # another baseline, the paid side must still hold and settle to its own usage, not ride on a baseline's hold.
+    pool = ["baseline:greedy", MODEL, "baseline:hasty"]
+    budget = SpendBudget(BudgetLimits(visitor_usd_per_hour=0, visitor_tokens_per_hour=0), clock=Clock())
+    dearest = budget.dearest(pool)
+    assert dearest[0] == MODEL and dearest[1].startswith("baseline:")
+    drawn = ("baseline:naive" if dearest[1] != "baseline:naive" else "baseline:greedy", MODEL)
+    base, paid = budget.reserve("v", [(model, {"keys": {}}) for model in drawn], hold_as=dearest)
+    assert base is None and paid is not None
+    assert paid.tokens == worst_case(MODEL, 12, 24000)[0]
+    record = {"model": MODEL, "usage": {"input_tokens": 400_000, "output_tokens": 20_000}, "turns": 2,
+              "started": datetime.fromtimestamp(NOON, UTC).isoformat()}
+    budget.settle(base, {"model": drawn[0], "usage": {}})
+    budget.settle(paid, record)
+    assert budget.left("v").space_usd == pytest.approx(100.0 - episode_usd(record))
+    assert budget.left("v").space_tokens == 30_000_000 - 420_000
 
 
 def test_what_is_left_is_shown_to_a_hundredth_of_the_cap(space_key):

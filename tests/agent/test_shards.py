@@ -51,6 +51,12 @@ def test_a_limited_sample_is_spread_over_the_tiers_by_their_share_and_seeded():
                                                                          "extreme": 1}  # one each while N allows
     assert len(set(t.split("-")[0] for t in spread_sample(tasks, 3))) == 3
     assert spread_sample(tasks, 500) == [t for t, _ in tasks]
+    # Tiers of very different sizes: the minimum of one each is kept, what overshoots comes from the large tier.
+    skewed = [(f"busy-{i:03d}", "busy") for i in range(200)] + [(f"{t}-0", t) for t in ("standard", "storm", "extreme")]
+    assert Counter(t.split("-")[0] for t in spread_sample(skewed, 4)) == {"standard": 1, "busy": 1, "storm": 1,
+                                                                          "extreme": 1}
+    assert Counter(t.split("-")[0] for t in spread_sample(skewed, 6)) == {"standard": 1, "busy": 3, "storm": 1,
+                                                                          "extreme": 1}
     # The bundled eval split lists its 15 busy tasks first: the first ten would all be busy.
     pack = {t["task_id"]: t["difficulty"] for t in load_pack().split("eval")}
     assert set(list(pack.values())[:10]) == {"busy"}

@@ -90,6 +90,37 @@ def test_every_download_together_is_bounded(tmp_path):
         folder.make("2.csv", lambda path: path.write_bytes(b"x"), visitor="ip:10.0.0.9")
 
 
+def test_downloads_written_at_the_same_time_together_stay_within_the_total(tmp_path):
+    # Each reservation sees the others' sizes as 0 while they are written: the total is checked again once written.
+    folder = Downloads(tmp_path / "downloads", total_bytes=1000)
+    started, release = threading.Barrier(4), threading.Event()
+    outcomes: list[object] = []
+
+    def write(path):
+        started.wait(5)
+        release.wait(5)
+        path.write_bytes(b"x" * 400)
+
+    def one(i):
+        try:
+            outcomes.append(folder.make(f"{i}.csv", write, visitor=f"ip:10.0.1.{i}"))
+        except DownloadRefused as exc:
+            outcomes.append(exc)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    time.sleep(0.2)
+    release.set()
+    for thread in threads:
+        thread.join(10)
+    assert sum(isinstance(o, Path) for o in outcomes) == 2 and folder.held_bytes() <= 1000
+    refused = [o for o in outcomes if isinstance(o, DownloadRefused)]
+    assert len(refused) == 2 and all("as many downloads as it may" in str(o) for o in refused)
+    assert sorted(p.name for p in (tmp_path / "downloads").rglob("*.csv")) == sorted(
+        o.name for o in outcomes if isinstance(o, Path))
+
+
 def test_a_download_goes_once_the_app_has_served_it_whole(arena):
     """Through the app as it runs (app.serve's middleware around Gradio's own file route)."""
     ctx = arena.ctx

@@ -18,6 +18,8 @@ from testkit import aio
 from testkit.app import match_ended, settings_for
 from testkit.fakehub import running_fakehub
 from testkit.tasks import TASK_ID
+from viewer.browse.handlers import board_view
+from viewer.browse.state import BrowseState
 from viewer.context import AppContext
 from viewer.run.section import attach_episode
 
@@ -57,8 +59,17 @@ def assert_hidden(arena, client: Client, episode_id: str) -> None:
     assert aio.run(frames(episode_id)) == [{"status": f"⚠️ No episode `{episode_id}` is running here or stored."}]
 
 
+def tally_note(arena) -> str:
+    """Browse's board note as it reads now: the board's notes, the ratings' and the votes per model with their
+    matches."""
+    section = SimpleNamespace(ctx=arena.ctx, board="board", board_models="models", board_note="note",
+                              convergence="convergence", heatmap="heatmap", heatmap_cells="cells")
+    return board_view(section, BrowseState())["note"]
+
+
 def test_a_random_pairs_episodes_are_unknown_everywhere_until_the_vote(arena, client, monkeypatch):
     monkeypatch.setattr(arena.ctx.settings, "baseline_pace_s", 0.3)  # still playing at the first look
+    before = tally_note(arena)
     started = client.predict("", "", TASK_ID, True, api_name="/arena_start")
     assert started["episode_a"] is None and started["episode_b"] is None and started["match_id"]
     a, b = sides(arena, started["match_id"])
@@ -70,6 +81,8 @@ def test_a_random_pairs_episodes_are_unknown_everywhere_until_the_vote(arena, cl
     for episode_id in (a, b):
         assert_hidden(arena, client, episode_id)
         assert arena.ctx.store.load(episode_id)["model"].startswith("baseline:")  # saved all the same
+    # The board's vote tally counts no undecided match: its row names both models.
+    assert tally_note(arena) == before
     # Someone skips (sees the names): the pair is decided, its rollouts public like any other.
     seen = client.predict(started["match_id"], "skip", api_name="/arena_vote")
     assert (seen["episode_a"], seen["episode_b"]) == (a, b) and seen["model_a"]

@@ -16,12 +16,13 @@ import httpx
 import pytest
 
 from agent.runs import EpisodeRun
+from agent.tasks import task_for
 from rollouts.links import public_base
 from testkit.app import launched_app
 from testkit.records import make_record, make_records
 from viewer.chart_scene import SHIP_FILL
 from viewer.run.stream import episode_markdown
-from viewer.share_page import TRANSCRIPT_CHARS
+from viewer.share_page import TRANSCRIPT_CHARS, PageLinks, rollout_page
 from viewer.share_routes import _Lru
 
 Image = pytest.importorskip("PIL.Image")  # Pillow comes with gradio; it only reads the PNG back here
@@ -300,6 +301,20 @@ def test_a_huge_record_gets_a_shortened_page_that_links_its_raw_json(world):
     assert page.links["the raw JSON"] == page.links["Raw JSON"] == f"{app.url}r/hugerecord01.json"
     raw = get(app, "r/hugerecord01.json")
     assert len(raw.content) > 24_000_000 and raw.json()["messages"][-1]["content"] == "answer 399"
+
+
+def test_a_record_of_many_tiny_messages_is_shortened_too():
+    """A dataset's record is anyone's: twenty thousand one-letter messages were a 4 MB page, each message's markup
+    counted for nothing against the transcript's bound."""
+    record = make_record(seed=10, task_id=TASK, end_reason="submitted", episode_id="manymessages1")
+    record["messages"] += [{"role": "assistant", "stop": "end_turn", "tool_calls": [], "reasoning": "r",
+                            "content": "a"} for _ in range(20_000)]
+    links = PageLinks(page="https://arena.example/r/manymessages1", image="https://arena.example/r/m.png",
+                      arena="https://arena.example/", home="https://arena.example/",
+                      raw="https://arena.example/r/manymessages1.json")
+    page = rollout_page(record, {}, task_for(TASK, None), links)
+    assert len(page) < 1.5 * TRANSCRIPT_CHARS, len(page)
+    assert re.search(r"\d{2},\d{3} more messages are left out here", page)
 
 
 def test_kept_pages_are_bounded_in_bytes_and_keyed_without_the_host(world):

@@ -304,7 +304,7 @@ def board_view(section: BrowseSection, state: BrowseState) -> dict:
     heat = archive.heatmap(filters)
     cells = {f"{i},{j + 2}": episode for i, row in enumerate(heat.best) for j, episode in enumerate(row) if episode}
     matches = section.ctx.matches
-    note = arena_note(archive.ratings(filters), vote_tally(matches.book.rows()) if matches else {})
+    note = arena_note(archive.ratings(filters), vote_tally(matches.public_rows()) if matches else {})
     return {section.board: board_table(lines), section.board_models: [line["model"] for line in lines],
             section.board_note: BOARD_NOTE + escape_cell(price_note()) + "  \n"
                                 + "".join(f"{escape_cell(n)}.  \n" for n in board_notes(lines)) + note,
