@@ -111,13 +111,13 @@ class RunRegistry:
         `hold_as`: the models whose worst cases the spending budget holds for them (SpendBudget.reserve)."""
         visitor = visitor or owner
         count = len(episodes)
-        if self._journal is not None:  # the store's reading of its disk: a run it could not keep never starts
-            try:
-                self._journal.check_room(count)
-            except NoRoom as exc:
-                raise CapacityError(str(exc)) from None
         with self._lock:
             live = [r for r in self._runs.values() if not r.finished]
+            if self._journal is not None:  # the store's reading of its disk: a run it could not keep never starts
+                try:  # the episodes still running write their records to the same disk
+                    self._journal.check_room(count, running=len(live))
+                except NoRoom as exc:
+                    raise CapacityError(str(exc)) from None
             mine = sum(1 for r in live if r.visitor == visitor)
             if mine + count > self.max_per_visitor:
                 asked = "" if count == 1 else f"This starts {count} episodes at once, and y"

@@ -71,10 +71,11 @@ class RunningJournal:
         self._mutex = threading.Lock()
         self._key_bytes: bytes | None = None
 
-    def check_room(self, episodes: int = 1) -> None:
-        """Before episodes start: NoRoom unless the disk can hold their records (EPISODE_ROOM each) and still keep
-        DISK_MARGIN free, so a run is refused up front rather than played and then lost unsaved."""
-        free, needed = self.free_bytes(), episodes * EPISODE_ROOM + DISK_MARGIN
+    def check_room(self, episodes: int = 1, running: int = 0) -> None:
+        """Before episodes start: NoRoom unless the disk can hold their records and those of the `running` ones
+        still writing (EPISODE_ROOM each) and still keep DISK_MARGIN free, so a run is refused up front rather than
+        played and then lost unsaved."""
+        free, needed = self.free_bytes(), (episodes + running) * EPISODE_ROOM + DISK_MARGIN
         if free < needed:
             raise NoRoom(f"The disk that keeps the rollouts has {free >> 20} MB free, too little to keep "
                          f"{'this run' if episodes == 1 else f'these {episodes} runs'} (it keeps {needed >> 20} MB "

@@ -29,7 +29,11 @@ def test_a_start_the_disk_cannot_hold_is_refused_saying_so_and_starts_nothing(tm
         with pytest.raises(CapacityError, match="too little to keep these 2 runs"):
             runs.start_group([("baseline:greedy", TASK_ID, {"env_url": env_url})] * 2, owner="page-1")
         assert not runs.running_for("page-1") and store.running.running() == [] and store.rows() == []
-        run = runs.start("baseline:greedy", TASK_ID, owner="page-1", visitor="ip:203.0.113.5", env_url=env_url)
+        run = runs.start("baseline:greedy", TASK_ID, owner="page-1", visitor="ip:203.0.113.5", env_url=env_url,
+                         baseline_pace_s=1.0)
+        # While it runs it writes to the same disk: room for one more record is not room for the second episode.
+        with pytest.raises(CapacityError, match="too little to keep this run"):
+            runs.start("baseline:greedy", TASK_ID, owner="page-2", visitor="ip:203.0.113.6", env_url=env_url)
         assert run.wait_finished(60) and store.load(run.episode_id)["end_reason"] == "submitted"
 
 
