@@ -219,11 +219,15 @@ def check_env_url(env_url: str) -> None:
     if parts.username or parts.password:
         raise SweepError("--env-url carries credentials (user:pass@): a Job's command is visible to whoever can "
                          "inspect it; give a URL without them, and a secret to the Jobs as a Job secret instead")
-    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+    for key, value in parse_qsl(parts.query, keep_blank_values=True) + parse_qsl(parts.fragment):
         if SECRET_KEY.search(key) or SECRET_VALUE.search(value):
             raise SweepError(f"--env-url carries what looks like a secret (the query key {key[:40]!r}): a Job's "
                              "command is visible to whoever can inspect it; give a URL without it, and a secret "
                              "to the Jobs as a Job secret instead")
+    if SECRET_VALUE.search(parts.path) or SECRET_VALUE.search(parts.fragment):
+        raise SweepError("--env-url carries what looks like a key or token in its path: a Job's command is visible "
+                         "to whoever can inspect it; give a URL without it, and a secret to the Jobs as a Job "
+                         "secret instead")
 
 
 def command_secrets(command: list[str], secrets: dict[str, str]) -> list[str]:

@@ -111,7 +111,9 @@ def test_a_damaged_or_hostile_state_gives_one_clear_error(name):
 def test_secrets_in_the_server_url_are_refused_with_what_to_do():
     for url in ("https://user:pw@berth.example.org", "https://berth.example.org/?key=SECRET",
                 "https://berth.example.org/?api_key=SECRET", "https://berth.example.org/?access_token=SECRET",
-                "https://berth.example.org/?X-Amz-Signature=SECRET", "https://berth.example.org/?p=hf_abcdefghijkl"):
+                "https://berth.example.org/?X-Amz-Signature=SECRET", "https://berth.example.org/?p=hf_abcdefghijkl",
+                "https://berth.example.org/hf_abcdefghijklSECRET/ws", "https://berth.example.org/#token=SECRET",
+                "https://berth.example.org/#hf_abcdefghijklSECRET"):
         with pytest.raises(SweepError) as error:
             check_env_url(url)
         assert "Job secret instead" in str(error.value) and "SECRET" not in str(error.value), url
