@@ -87,3 +87,21 @@ def test_a_random_pair_holds_the_pools_dearest_pair_so_the_budget_names_no_model
     # A named match holds its own models.
     client.predict("baseline:greedy", "baseline:hasty", TASK_ID, False, api_name="/arena_start")
     assert held[-1] == (["baseline:greedy", "baseline:hasty"], None)
+
+
+def test_a_signed_in_visitors_hf_run_is_on_their_own_token_and_shows_no_budget_note(arena, space_key):
+    """Both forms' notes read the keys as their starts do (viewer.models.typed_keys): a Hugging Face sign-in is the
+    visitor's own key for `hf:`, so no note claims the run spends the Space's budget."""
+    import gradio as gr
+
+    from viewer.arena import section as arena_section
+    from viewer.run import section as run_section
+
+    signed_in = gr.OAuthToken(token="hf_visitors_own", scope="inference-api", expires_at=None)
+    for form, args in ((run_section, (MODEL, 4, 2000)), (arena_section, (MODEL, "baseline:greedy", False))):
+        note = gr.Markdown()
+        section = type("Section", (), {"ctx": arena.ctx, "budget_note": note})()
+        anonymous = form.show_budget(section, *args, None)[note]
+        assert anonymous.visible is True and "Space's keys" in anonymous.value, form
+        own = form.show_budget(section, *args, None, oauth_token=signed_in)[note]
+        assert own.visible is False, form

@@ -161,10 +161,10 @@ def pick_random(section: ArenaSection, random: bool) -> dict:
 
 
 def show_budget(section: ArenaSection, model_a: str, model_b: str, random: bool, request: gr.Request,
-                **typed: str) -> dict:
+                oauth_token: gr.OAuthToken | None = None, **typed: str) -> dict:
     """The match's share of the Space's budget (viewer.run.stream.budget_notice): a random pair plays on the
     Space's keys and holds its pool's two dearest models (viewer.arena.match.begin_match), so the note is theirs."""
-    keys, models = typed_keys(typed), [model_a, model_b]
+    keys, models = typed_keys(typed, oauth_token), [model_a, model_b]  # a signed-in visitor's own token
     budget = section.ctx.registry.budget
     if random is True and budget is not None:
         keys, models = {}, budget.dearest(random_pool())

@@ -192,8 +192,9 @@ def change_server(section: RunSection, choice: str, url: str) -> dict:
 
 
 def show_budget(section: RunSection, model: str, turns: float, tokens: float, request: gr.Request,
-                **typed: str) -> dict:
-    note = budget_notice(section.ctx, [model], turns, tokens, typed_keys(typed), visitor_of(request))
+                oauth_token: gr.OAuthToken | None = None, **typed: str) -> dict:
+    # A signed-in visitor's hf: run plays on their own token (typed_keys, as start_run reads it): no note.
+    note = budget_notice(section.ctx, [model], turns, tokens, typed_keys(typed, oauth_token), visitor_of(request))
     return {section.budget_note: gr.Markdown(f"💳 {escape_md(note)}" if note else "", visible=bool(note))}
 
 
