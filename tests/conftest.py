@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 
 import pytest
 
 from testkit.warm_python import WarmPython
+
+# Bytecode caching on, whatever PYTHONDONTWRITEBYTECODE says: with it off, every xdist worker re-parses and
+# assertion-rewrites each test module and compiles each of ours at every start, about 5 s of a core per worker.
+# Pytest's rewritten modules and Python's own pycs land in __pycache__ (gitignored), written atomically, so two
+# workers writing the same one is safe. Only this process: child processes still follow the environment.
+sys.dont_write_bytecode = False
 
 # The launched app (`arena`) for the app and browser tests.
 pytest_plugins = ["tests.app_fixtures"]

@@ -14,6 +14,7 @@ from agent.hand_play import PlayError, PlayRegistry, human_model
 from agent.session import EnvError, EnvSession
 from berth_env import load_pack
 from berth_env.baselines import published_plan
+from berth_env.embedded import start_server
 from rollouts.schema import validate_record
 from rollouts.store import RolloutStore
 from tests.agent_helpers import TASK_ID
@@ -180,13 +181,15 @@ def test_the_websocket_session_bounds_what_it_sends_and_what_it_reads(env_url, m
         small.close()
 
 
-def test_a_call_the_server_never_answers_is_not_recorded_and_the_answered_ones_are_saved(store, warm_python):
-    from testkit.servers import berth_server
-
-    with berth_server(python=warm_python) as url:
-        plays = PlayRegistry(store.save, env_url=url)
-        episode = plays.start(TASK_ID, owner="page-a")
-        plays.check(episode.episode_id, "page-a", reference("naive_plan"))
+def test_a_call_the_server_never_answers_is_not_recorded_and_the_answered_ones_are_saved(store):
+    # A server of its own in this process (the shared embedded one must stay up): stopped, it answers nothing,
+    # as a killed child process would, without a child's start-up (about 7 s, most of it imports).
+    server = start_server()
+    plays = PlayRegistry(store.save, env_url=server.url)
+    episode = plays.start(TASK_ID, owner="page-a")
+    plays.check(episode.episode_id, "page-a", reference("naive_plan"))
+    server.stop()
+    assert not server.thread.is_alive()
     # The server is gone: this check is never answered.
     with pytest.raises(PlayError, match=r"The berth server failed.*saved as it stands"):
         plays.check(episode.episode_id, "page-a", reference("optimal_plan"))

@@ -54,11 +54,11 @@ def test_four_jobs_save_every_episode_of_the_grid_once_and_the_secrets_stay_secr
     here = tmp_path / "here"
     with jobs_endpoint(tmp_path, monkeypatch, warm_python) as (hub, jobs):
         monkeypatch.setenv("OPENAI_API_KEY", not_needed)  # no chosen model needs it: it must go nowhere
-        ran = sweep(*[a for m in BASELINES for a in ("--model", m)], "--split", "eval", "--limit", "20",
+        ran = sweep(*[a for m in BASELINES for a in ("--model", m)], "--split", "eval", "--limit", "8",
                     "--run", "sweep-four", "--machines", "4", "--dataset", REPO, "--space", SPACE,
                     "--env-url", env_url, "--out", str(here), "--poll", "0.1", wait=time.sleep)
         assert ran.code == 0, ran.err
-        tasks = eval_tasks(20)
+        tasks = eval_tasks(8)  # two of each tier: 16 episodes, 4 a machine
         files = hub.files(REPO)
 
         # One Job per shard, in the Space's image, the Hub token its only secret, labelled with its sweep.
@@ -73,17 +73,17 @@ def test_four_jobs_save_every_episode_of_the_grid_once_and_the_secrets_stay_secr
             k = int(job.spec["command"][-1].split("/")[0])
             assert job_cells(job.folder) == sorted(grid_cells(tasks, BASELINES, (k, 4)))
         assert run_cells(files, tmp_path, "sweep-four") == sorted(grid_cells(tasks, BASELINES))
-        assert len([p for p in files if p.startswith("rollouts/")]) == 40
+        assert len([p for p in files if p.startswith("rollouts/")]) == 16
 
         # The state, here and in the dataset; the progress and the leaderboard.
         for state in (json.loads(files[".sweeps/sweep-four.json"]), state_file(here, "sweep-four")):
             assert [s["stage"] for s in state["shards"]] == ["COMPLETED"] * 4
             assert state["secret_names"] == ["HF_TOKEN"] and len({s["job_id"] for s in state["shards"]}) == 4
-        assert "episodes saved: 40/40" in ran.err and "shards 4/4 done" in ran.err
+        assert "episodes saved: 16/16" in ran.err and "shards 4/4 done" in ran.err
         board_md = (here / "runs" / "sweep-four" / "board.md").read_text()
-        assert "| baseline:greedy | 20 |" in board_md and "| baseline:naive | 20 |" in board_md  # every figure
+        assert "| baseline:greedy | 8 |" in board_md and "| baseline:naive | 8 |" in board_md  # every figure
         # The terminal gets the compact board, 100 columns at most, and where the rest is.
-        assert re.search(r"^baseline:greedy +20 ", ran.out, re.M) and re.search(r"^baseline:naive +20 ", ran.out, re.M)
+        assert re.search(r"^baseline:greedy +8 ", ran.out, re.M) and re.search(r"^baseline:naive +8 ", ran.out, re.M)
         assert max(len(line) for line in ran.out.splitlines() if "board.md" not in line) <= 100
         assert "board.md." in ran.out
 
