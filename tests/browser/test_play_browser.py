@@ -126,6 +126,9 @@ def test_a_train_task_played_by_hand_checks_submits_and_lands_in_browse(dataset_
     page.locator("#play-json textarea").fill(json.dumps(task["reference"]["optimal_plan"]))
     page.locator("#play-load-json").click()
     expect(verdict).to_contain_text("The pasted plan is in the table", timeout=WAIT)
+    # Submit sends what the table holds: wait until the grid has drawn the pasted plan (ship 5 back from hour 80).
+    pasted = next(p for p in task["reference"]["optimal_plan"] if p["ship"] == 5)
+    expect(cell).to_have_text(str(pasted["berth_hour"]), timeout=WAIT)
     page.locator("#play-submit").click()
     expect(verdict).to_contain_text("Submitted · reward 1", timeout=30000)
     expect(page.locator("#play-grade")).to_contain_text("feasible, reward 1", timeout=WAIT)
