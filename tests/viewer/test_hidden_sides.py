@@ -102,6 +102,9 @@ def test_the_dataset_gets_a_random_pairs_files_only_after_the_vote(tmp_path, env
     token, repo = "hf_test_secret_0123456789", "arena/rollouts"
     with running_fakehub(token=token) as hub:
         monkeypatch.setattr(huggingface_hub.constants, "ENDPOINT", hub.url)  # where the store's pusher pushes
+        # ...and reads its dataset card back from (a download URL is built from this, fixed at import).
+        monkeypatch.setattr(huggingface_hub.constants, "HUGGINGFACE_CO_URL_TEMPLATE",
+                            hub.url + "/{repo_id}/resolve/{revision}/{filename}")
         monkeypatch.setenv("HF_ENDPOINT", hub.url)
         ctx = AppContext.create(settings_for(tmp_path / "rollouts", dataset=repo, hub_token=token))
         try:
