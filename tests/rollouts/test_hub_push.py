@@ -18,33 +18,9 @@ from huggingface_hub import HfApi, hf_hub_download
 
 from rollouts import hub_push, traces
 from rollouts.store import RolloutStore
-from testkit.fakehub import git_oid, running_fakehub
+from testkit.fakehub import git_oid
 from testkit.records import make_records
-
-TOKEN = "hf_test_secret_0123456789"
-REPO = "arena/rollouts"
-
-
-@pytest.fixture
-def hub():
-    with running_fakehub(token=TOKEN) as hub:
-        yield hub
-
-
-@pytest.fixture
-def open_store(hub):
-    """Opens stores pushing to the fake Hub (fast retries, no timer) and closes them after the test."""
-    opened: list[RolloutStore] = []
-
-    def open_(root: Path, **options) -> RolloutStore:
-        settings = {"writer_id": "w", "dataset": REPO, "token": TOKEN, "endpoint": hub.url, "push_every_s": 3600,
-                    "push_every_n": 1000, "retry_base_s": 0.05, "retry_max_s": 0.4, **options}
-        opened.append(RolloutStore(root, **settings))
-        return opened[-1]
-
-    yield open_
-    for store in opened:
-        store.close()
+from tests.rollouts.conftest import REPO, TOKEN
 
 
 def save_all(store: RolloutStore, records: list[dict]) -> None:

@@ -17,37 +17,12 @@ from agent.match_runs import BALLOT_S, SKIP, MatchRegistry
 from agent.runs import RunRegistry
 from rollouts import hub_push
 from rollouts.matches import MatchBook
-from rollouts.store import RolloutStore
-from testkit.fakehub import running_fakehub
 from testkit.records import make_records
 from testkit.tasks import TASK_ID
+from tests.rollouts.conftest import REPO
 from tests.rollouts.test_hub_push import local_files, wait_for
 
-TOKEN = "hf_test_secret_0123456789"
-REPO = "arena/rollouts"
 WAIT_S = 60.0
-
-
-@pytest.fixture
-def hub():
-    with running_fakehub(token=TOKEN) as hub:
-        yield hub
-
-
-@pytest.fixture
-def open_store(hub):
-    """Opens stores pushing to the fake Hub (fast retries; the timer as given, else an hour) and closes them."""
-    opened: list[RolloutStore] = []
-
-    def open_(root: Path, **options) -> RolloutStore:
-        settings = {"writer_id": "w", "dataset": REPO, "token": TOKEN, "endpoint": hub.url, "push_every_s": 3600,
-                    "push_every_n": 1000, "retry_base_s": 0.05, "retry_max_s": 0.4, **options}
-        opened.append(RolloutStore(root, **settings))
-        return opened[-1]
-
-    yield open_
-    for store in opened:
-        store.close()
 
 
 def everything(root: Path) -> dict[str, bytes]:
