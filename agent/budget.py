@@ -102,14 +102,15 @@ def worst_case(model: str, max_turns: int, max_tokens: int, when: datetime | Non
 
 
 def _each_route(model: str) -> list[str]:
-    """`model`, or for `hf:org/model:a|b` each of `hf:org/model:a` and `hf:org/model:b`."""
-    head, at, effort = model.partition("@")
-    provider, _, rest = head.partition(":")
-    name, colon, routes = rest.partition(":")
-    chain = [route.strip() for route in routes.split("|") if route.strip()]
-    if provider != "hf" or not colon or len(chain) < 2:
+    """`model`, or for `hf:org/model:a|b` each of `hf:org/model:a` and `hf:org/model:b` (as the spec reads it)."""
+    try:
+        spec = parse_spec(model)
+    except SpecError:
         return [model]
-    return [f"hf:{name}:{route}{at}{effort}" for route in chain]
+    if not spec.fallbacks:
+        return [model]
+    effort = f"@{spec.effort}" if spec.effort else ""
+    return [f"{spec.provider}:{route}{effort}" for route in (spec.model, *spec.fallbacks)]
 
 
 def used(record: dict) -> tuple[int, float]:
