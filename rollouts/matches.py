@@ -172,7 +172,8 @@ class MatchBook:
         if votes is None or isinstance(votes, dict):  # anything else is left for validation to name
             row = {**row, "votes": {**no_votes(), **(votes or {})}}
         row = validate_match(row)
-        if self.get(row["match_id"]) is not None:
+        # One scan of the folder when the id is new (`get` would scan twice, then read the row it found).
+        if self._locate(row["match_id"], rescan=False) is not None:
             raise MatchError(f"match_id: {row['match_id']} is a match already in this folder")
         rel = match_rel(f"{started_at(row):%Y-%m-%d}", self.writer_id)
         append_line(self.root / rel, json_line(row))
