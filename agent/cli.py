@@ -33,14 +33,7 @@ from tqdm import tqdm
 from agent import cli_board, cli_ratings, cli_regrade, cli_sweep, cli_tasks
 from agent.grid import check_run_name, describe_tasks, grid_cells, parse_shard, positive, task_ids
 from agent.limits import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, DEFAULT_WALL_CLOCK_S
-from agent.providers.registry import (
-    MissingKey,
-    check_endpoint,
-    parse_spec,
-    preload_and_freeze,
-    provider_class,
-    resolve_key,
-)
+from agent.providers.registry import MissingKey, parse_spec, playable, preload_and_freeze, provider_class
 from agent.spec import SpecError
 from agent.task_api import TaskAPIError
 from berth_env import TIERS
@@ -121,12 +114,11 @@ def main(argv: list[str] | None = None) -> int:
 def check_model(text: str) -> None:
     """A spec this process can play, or SpecError naming what to fix: the one check of a spec (registry.parse_spec,
     which names the valid choices), its key in this shell's environment, its endpoint."""
-    spec = parse_spec(text)
     try:
-        resolve_key(spec, {})
+        playable(text, {})
     except MissingKey:
-        raise SpecError(f"{text} needs an API key: set {provider_class(spec.provider).key_env} in this shell") from None
-    check_endpoint(spec)
+        api = provider_class(parse_spec(text).provider)
+        raise SpecError(f"{text} needs an API key: set {api.key_env} in this shell") from None
 
 
 def run_batch(args: argparse.Namespace, task_ids: list[str]) -> int:

@@ -76,13 +76,20 @@ def check_endpoint(spec: ModelSpec) -> None:
     provider_class(spec.provider).check_endpoint(spec)
 
 
+def playable(text: str, keys: dict[str, str] | None = None) -> tuple[ModelSpec, str | None]:
+    """The spec and its key once `text` can be played here: it parses (`parse_spec`), has its key (one of `keys`,
+    else the environment's; MissingKey) and somewhere to send requests (SpecError). What every start checks."""
+    spec = parse_spec(text)
+    key = resolve_key(spec, keys)
+    check_endpoint(spec)
+    return spec, key
+
+
 def runs_here(text: str) -> bool:
     """Whether this process can play `text` on its own: a valid spec whose provider needs no key or finds its key
     in the environment, and has somewhere to send requests (what an arena's random pair is drawn from)."""
     try:
-        spec = parse_spec(text)
-        resolve_key(spec, {})
-        check_endpoint(spec)
+        playable(text, {})
     except (SpecError, MissingKey):
         return False
     return True

@@ -22,7 +22,7 @@ import gradio as gr
 
 from agent.budget import BudgetExceeded, on_space_keys
 from agent.limits import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, InputTooLarge, check_input
-from agent.providers.registry import MissingKey, check_endpoint, parse_spec, provider_class, resolve_key
+from agent.providers.registry import MissingKey, parse_spec, playable, provider_class
 from agent.runs import CapacityError, EpisodeRun, stop_token
 from agent.spec import SpecError
 from agent.task_api import TaskTooLarge, valid_task_id
@@ -186,11 +186,9 @@ def _checked_spec(field: str, model: Any, keys: dict[str, str]) -> str:
     """The spec, trimmed, once it parses, has its key (typed or the Space's) and somewhere to send requests."""
     model = model.strip() if isinstance(model, str) else ""
     try:
-        spec = parse_spec(model)
-        resolve_key(spec, keys)
-        check_endpoint(spec)
+        playable(model, keys)
     except MissingKey:
-        api = provider_class(spec.provider)
+        api = provider_class(parse_spec(model).provider)
         raise FormError(field, f"{excerpt(model)} needs an {api.key_name}: paste one under API keys below (used for "
                                f"this run only), or set {api.key_env} on the Space.", needs_key=True) from None
     except SpecError as exc:
