@@ -4,7 +4,7 @@ play a task by hand.
     python app.py            # http://127.0.0.1:7860, embedded berth server, offline with the baselines
 
 This file composes the sections (viewer/) and the API for scripts, and serves them with the rollouts' share pages
-(`/r/<episode_id>`, viewer/share_routes.py) in one process: a FastAPI app with the share routes, Gradio mounted on
+(`/r/<episode_id>`, viewer/share/routes.py) in one process: a FastAPI app with the share routes, Gradio mounted on
 it at `/`, run by uvicorn. Configuration is by environment variables (README.md): BERTH_ENV_URL, ROLLOUT_DIR,
 ROLLOUT_DATASET, PUBLIC_ROLLOUTS, TASKS_DATASET, ARENA_URL, HF_TOKEN and the provider keys; GRADIO_SERVER_NAME and
 GRADIO_SERVER_PORT say where to listen, as they do for Gradio.
@@ -34,7 +34,7 @@ from viewer.play import api as play_api
 from viewer.play import section as play
 from viewer.run import api as run_api
 from viewer.run import section as run
-from viewer.share_routes import SharePages
+from viewer.share.routes import SharePages
 from viewer.wiring import bind
 
 TITLE = "Berth-planning agent arena"

@@ -1,5 +1,5 @@
 import sys
 
-from agent.cli import main
+from batch.cli import main
 
 sys.exit(main())

@@ -16,6 +16,7 @@ Bounds are set from real sizes, with room to spare, so no real input meets them 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from itertools import islice
 from typing import Any
@@ -31,6 +32,15 @@ TASK_MAX_BYTES = 256 * 1024  # a row's `task` JSON, and each of its plan columns
 ANSWER_MAX_BYTES = 32 * 1024 * 1024
 ANSWER_MAX_S = 60.0
 MESSAGE_MAX_BYTES = 4 * 1024 * 1024
+
+
+# Task ids name a path segment, so only a safe alphabet gets in (checked with fullmatch: `$` would let a trailing
+# newline through); "." and ".." fit the alphabet but are path steps, not names.
+TASK_ID = re.compile(r"[A-Za-z0-9._-]{1,128}")
+
+
+def valid_task_id(task_id: Any) -> bool:
+    return isinstance(task_id, str) and TASK_ID.fullmatch(task_id) is not None and task_id not in (".", "..")
 
 
 class InputTooLarge(ValueError):

@@ -18,15 +18,14 @@ from typing import Any
 
 from agent import events as ev
 from agent.interrupt import Interrupt, Interrupted
-from agent.limits import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, DEFAULT_WALL_CLOCK_S
+from agent.limits import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, DEFAULT_WALL_CLOCK_S, valid_task_id
 from agent.netguard import ServerPolicy, http_url
 from agent.notes import CUTOFF_NOTES, CUTOFF_NUDGE, LAST_TURN, NUDGE, OPENING
 from agent.providers.base import NOTES_CHARS, ModelAPI, ModelTurn, ToolCall, scrub
 from agent.providers.registry import check_endpoint, make_provider, parse_spec, resolve_key
 from agent.record import new_record, parse_json, plan_value, task_summary
 from agent.session import EnvSession
-from agent.task_api import valid_task_id
-from agent.tasks import task_for
+from berth_env import load_pack
 from rollouts.schema import new_episode_id, valid_episode_id
 
 PLAN_TOOLS = ("check_plan", "submit_plan")
@@ -89,7 +88,7 @@ def stream_episode(model: str, task_id: str, *, env_url: str | None = None,
     limits = {"max_turns": max_turns, "max_tokens": max_tokens, "wall_clock_s": wall_clock_s}
     record = new_record(episode_id=episode_id or new_episode_id(), model=model, task_id=task_id,
                         env_url=_public_url(env_url), limits=limits, started=started_wall, run=run, source=source)
-    record["task"] = task_summary(task_id, {}, task_for(task_id))
+    record["task"] = task_summary(task_id, {}, pack_task(task_id))
     if progress is not None:
         progress(record)
     episode = _Episode(record, _Emitter(started, record, progress), Interrupt(stop, wall_clock_s),
@@ -114,6 +113,15 @@ def stream_episode(model: str, task_id: str, *, env_url: str | None = None,
         if episode.session is not None:
             episode.session.close(wait=False)
     yield episode.emit(ev.episode_finished(_finish_record(episode, started)))
+
+
+def pack_task(task_id: str) -> dict | None:
+    """The embedded pack's full task (its references give the record the optimum and the naive cost); None for a
+    task only a remote server has, whose record then keeps what the server's reset says of it."""
+    try:
+        return load_pack().get(task_id)
+    except KeyError:
+        return None
 
 
 def _public_url(env_url: str | None) -> str:
@@ -143,7 +151,7 @@ def _set_up(episode: _Episode, env_url: str | None, keys: dict[str, str] | None,
     episode.session = EnvSession(env_url, policy=policy) if env_url else EnvSession(_embedded_url())
     metadata = episode.session.reset(task_id, episode_id)
     tools = episode.session.tools()
-    record["task"] = task_summary(task_id, metadata, task_for(task_id))
+    record["task"] = task_summary(task_id, metadata, pack_task(task_id))
     system = metadata["instructions"]
     opening = OPENING.format(situation=metadata["situation"])
     record["messages"] += [{"role": "system", "content": system}, {"role": "user", "content": opening}]

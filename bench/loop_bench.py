@@ -192,7 +192,7 @@ def _overhead(url: str, episodes: int) -> dict:
 
 def batch(episodes: int, concurrency: int, out: Path, env_url: str | None = None) -> float:
     """One `python -m agent run`, in this process so interpreter start-up is not timed."""
-    from agent.cli import main as agent_cli
+    from batch.cli import main as agent_cli
 
     tasks = [t["task_id"] for t in load_pack().split("eval")][:episodes]
     args = ["run", "--model", "vllm:sleepy", "--out", str(out), "--run", f"scaling-c{concurrency}",

@@ -43,7 +43,7 @@ if str(ROOT) not in sys.path:
 
 from berth_env import load_pack  # noqa: E402
 from viewer.chart import berth_chart, berth_chart_svg, berth_scene  # noqa: E402
-from viewer.share_card import share_png, share_svg  # noqa: E402
+from viewer.chart.card import share_png, share_svg  # noqa: E402
 
 LARGEST = "dock-36A-w35x3-extreme-0"
 VIEWPORT = {"width": 1440, "height": 900}

@@ -1,5 +1,5 @@
 """Time loading the tasks dataset at full size: 1,100 tasks (the 50 bundled eval tasks + 1,050 train copies) served by
-testkit/fakehub.py, through agent.task_dataset with the real huggingface_hub.
+testkit/fakehub.py, through catalog.task_dataset with the real huggingface_hub.
 
 Cold: an empty cache folder (download, read the Parquet, grade every reference, write the pack, load it). Warm: a
 restart on the same cache (one probe, hash the two files, load the pack; no download, no grading). Warm with the Hub
@@ -23,9 +23,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from agent.task_dataset import TaskDataset, uninstall  # noqa: E402
-from agent.tasks import embedded_catalog, filter_choices  # noqa: E402
 from berth_env.pack import base_pack  # noqa: E402
+from catalog.task_dataset import TaskDataset, uninstall  # noqa: E402
+from catalog.tasks import embedded_catalog, filter_choices  # noqa: E402
 from testkit.fakehub import running_fakehub  # noqa: E402
 from testkit.task_dataset import dataset_files, train_copies  # noqa: E402
 

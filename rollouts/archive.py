@@ -91,7 +91,7 @@ class Archive:
         self._answers: OrderedDict[tuple, Any] = OrderedDict()
         self.transcripts = TranscriptWords()
         self._reader: threading.Thread | None = None
-        # The episodes not public yet (an undecided random match's, agent.match_runs): no query or record shows them.
+        # The episodes not public yet (an undecided random match's, live.match_runs): no query or record shows them.
         self.withheld: Callable[[], Collection[str]] = frozenset
 
     @classmethod

@@ -1,6 +1,6 @@
 """Where links to the arena point: the one place that decides its public address and the shape of a rollout's link.
 
-A rollout's share link is its own page, `/r/<episode_id>`, rendered on the server (viewer/share_page.py), so a
+A rollout's share link is its own page, `/r/<episode_id>`, rendered on the server (viewer/share/page.py), so a
 link crawler reads its Open Graph tags. On a Space, links are built on the Space's own `*.hf.space` host: the
 `huggingface.co/spaces/<owner>/<name>` page wraps that host in an iframe and shows crawlers the Space's card, not
 the rollout. The app's own URL keys (`?tab=browse&rollout=...`, `?episode=...`) stay links into the app.
@@ -12,7 +12,7 @@ and `.` as `-`); for the app, the address it listens on (`GRADIO_SERVER_NAME` an
 `python app.py` reads them). Never the `Host` a request names: anyone may send any, and a page built on it and
 kept by a shared cache would send every reader to the sender's host. Only an app listening on every interface
 (`0.0.0.0`, `::`) without `ARENA_URL` has no address to name; it builds links on the address each visitor used,
-and its share pages say so (`Vary: Host`, viewer/share_routes.py).
+and its share pages say so (`Vary: Host`, viewer/share/routes.py).
 """
 
 from __future__ import annotations

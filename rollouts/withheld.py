@@ -1,6 +1,6 @@
 """What of a dataset file may go to the Hub while some episodes are withheld (not public yet).
 
-Which episodes are withheld is the app's rule, decided in one place (agent.match_runs.MatchRegistry
+Which episodes are withheld is the app's rule, decided in one place (live.match_runs.MatchRegistry
 .withheld_episodes: both sides of a random match nobody has voted or skipped on, for at most a day); the store hands
 that question to its pusher (RolloutStore.hold_back), which asks it before each commit and sends of each file only
 what names no withheld episode (`public_part`):

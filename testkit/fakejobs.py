@@ -40,7 +40,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
-from agent.sweep_local import ShardProcess, Spawn, spawn_process
+from batch.sweep_local import ShardProcess, Spawn, spawn_process
 from testkit.fakehub import FakeHub
 from testkit.warm_python import WarmPython
 

@@ -4,7 +4,7 @@ victim of the crash tests (`kill -9` it, then open the folder again).
     python -m testkit.playing_child <rollout folder> <episodes> [<seconds per step>] [match]
 
 It prints `started <episode_id>` for each episode it starts, then waits until it is killed. With `match`, the
-episodes are one random arena match's two sides (agent.match_runs), and it prints `match <match_id>` first.
+episodes are one random arena match's two sides (live.match_runs), and it prints `match <match_id>` first.
 `killed_after_first_turns` starts it, and kills it once every episode is a rollout (one turn taken) and not yet done.
 """
 
@@ -18,9 +18,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agent.match_runs import MatchRegistry
-from agent.runs import RunRegistry
 from berth_env.embedded import embedded_url
+from live.match_runs import MatchRegistry
+from live.runs import RunRegistry
 from rollouts.journal import RUNNING_DIR
 from rollouts.matches import MatchBook
 from rollouts.store import RolloutStore

@@ -20,7 +20,7 @@ sys.dont_write_bytecode = False
 pytest_plugins = ["tests.app_fixtures"]
 # What `python -m agent run` imports on its way (the adapters the tests use, the embedded server, the store),
 # imported once by the warm interpreter that `warm_python` forks from.
-WARM_PRELOAD = ["agent.cli", "agent.providers.baseline", "agent.providers.anthropic_messages",
+WARM_PRELOAD = ["batch.cli", "agent.providers.baseline", "agent.providers.anthropic_messages",
                 "agent.providers.chat_completions", "berth_env.server", "berth_env.embedded", "rollouts.store",
                 "rollouts.board"]
 

@@ -18,9 +18,32 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 # The layers, left to right: a module may import its own layer or one to its left.
-LAYERS = ("berth_env", "rollouts", "agent", "viewer", "app")
-# Where the code that the Space runs lives: the four packages and app.py.
-LAYERED_SOURCES = ("berth_env", "rollouts", "agent", "viewer", "app.py")
+LAYERS = ("berth_env", "rollouts", "agent", "catalog", "live", "batch", "viewer", "app")
+# Where the code that the Space and the CLI run lives: the seven packages and app.py.
+LAYERED_SOURCES = ("berth_env", "rollouts", "agent", "catalog", "live", "batch", "viewer", "app.py")
+# A package's `__main__` is a program, as app.py is: it stands on top, whatever package it sits in
+# (`python -m agent` is the batch CLI's name from before the batch side had a package of its own).
+PROGRAMS = ("agent.__main__",)
+
+
+@dataclass(frozen=True)
+class Floor:
+    """Parts of a package (its modules and subpackages, by name) on one floor: a part imports parts on its floor
+    or below. `apart`: the parts on this floor import none of each other (sections, each a package of its own)."""
+    parts: tuple[str, ...]
+    apart: bool = False
+
+
+REST = "*"  # every part of the package that no floor names
+# Inside a package, floors from the bottom up, the same rule as between packages.
+FLOORS: dict[str, tuple[Floor, ...]] = {
+    "agent": (Floor((REST,)), Floor(("providers",)), Floor(("loop",))),
+    "rollouts": (Floor(("schema", "layout", "jsonio", "record_view", "search", "prices", "metrics",
+                        "filters")),
+                 Floor(("index",)), Floor(("sources",)), Floor((REST,))),
+    "viewer": (Floor(("chart",)), Floor((REST,)), Floor(("share",)),
+               Floor(("run", "arena", "browse", "play"), apart=True)),
+}
 # What serves the layers and may import them all, but that none of them may import.
 SERVING = ("testkit", "tests", "bench")
 
@@ -150,6 +173,8 @@ def _static_strings(arg: ast.expr, constants: dict[str, list[str]]) -> list[str]
 
 def layer_of(module: str) -> int | None:
     """The layer index of a project module, or None for anything else (stdlib, third-party, tests...)."""
+    if module in PROGRAMS:
+        return LAYERS.index("app")
     top = module.split(".")[0]
     return LAYERS.index(top) if top in LAYERS else None
 
@@ -164,6 +189,33 @@ def against_the_layers(imports: Iterable[Import]) -> list[Import]:
             continue
         if (target is not None and target > source) or imp.target.split(".")[0] in SERVING:
             wrong.append(imp)
+    return wrong
+
+
+def floor_of(package: str, part: str) -> tuple[int, bool]:
+    floors = FLOORS[package]
+    for level, floor in enumerate(floors):
+        if part in floor.parts:
+            return level, floor.apart
+    rest = next(level for level, floor in enumerate(floors) if REST in floor.parts)
+    return rest, floors[rest].apart
+
+
+def against_the_floors(imports: Iterable[Import]) -> list[Import]:
+    """Imports inside a package of FLOORS from a part to one on a floor above it, or between two parts of a
+    floor kept apart. A package's own `__init__` and programs stand outside the floors."""
+    wrong = []
+    for imp in imports:
+        for package in FLOORS:
+            prefix = package + "."
+            if not (imp.source.startswith(prefix) and imp.target.startswith(prefix)) or imp.source in PROGRAMS:
+                continue
+            source, target = imp.source[len(prefix):].split(".")[0], imp.target[len(prefix):].split(".")[0]
+            if source == target:
+                continue
+            (source_floor, apart), (target_floor, _) = floor_of(package, source), floor_of(package, target)
+            if target_floor > source_floor or (apart and target_floor == source_floor):
+                wrong.append(imp)
     return wrong
 
 

@@ -15,9 +15,9 @@ import huggingface_hub.constants
 import pyarrow.parquet as pq
 import pytest
 
-from agent import cli_sweep
-from agent.cli import build_parser
-from agent.sweep import Console
+from batch import cli_sweep
+from batch.cli import build_parser
+from batch.sweep import Console
 from rollouts.jsonio import read_json_lines
 from testkit.fakehub import FakeHub
 from testkit.fakejobs import FakeJobs, running_jobs_hub, warm_spawn

@@ -63,8 +63,8 @@ def test_a_provider_declared_once_gets_a_key_field_in_both_forms_wired_to_their_
 
 
 def test_the_forms_and_the_cli_ask_for_its_key_by_its_own_names(test_provider, monkeypatch):
-    from agent.cli import check_model
     from agent.spec import SpecError
+    from batch.cli import check_model
     from viewer.run.stream import FormError, _checked_spec
 
     monkeypatch.delenv(KEY_ENV, raising=False)
@@ -78,7 +78,7 @@ def test_the_forms_and_the_cli_ask_for_its_key_by_its_own_names(test_provider, m
 
 
 def test_a_sweep_sends_its_key_and_endpoint_as_secrets(test_provider, monkeypatch):
-    from agent.sweep_plan import SweepError, job_secrets
+    from batch.sweep_plan import SweepError, job_secrets
 
     monkeypatch.delenv(KEY_ENV, raising=False)
     with pytest.raises(SweepError, match=f"testprov:m1 needs {KEY_ENV}"):

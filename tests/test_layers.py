@@ -11,9 +11,11 @@ import textwrap
 from pathlib import Path
 
 from tests.import_graph import (
+    FLOORS,
     LAYERED_SOURCES,
     ROOT,
     Import,
+    against_the_floors,
     against_the_layers,
     cycles,
     graph_of,
@@ -46,6 +48,18 @@ def test_imports_point_left_only():
     wrong = against_the_layers(project_imports())
     assert not wrong, ("imports against berth_env < rollouts < agent < viewer < app.py (or into testkit, tests "
                        "or bench):\n" + listed(wrong))
+
+
+def test_inside_a_package_imports_point_down_its_floors():
+    wrong = against_the_floors(project_imports())
+    assert not wrong, "imports against a package's floors (tests/import_graph.FLOORS):\n" + listed(wrong)
+
+
+def test_every_floor_names_real_parts():
+    for package, floors in FLOORS.items():
+        parts = {p.stem for p in (ROOT / package).iterdir() if p.suffix == ".py" or any(p.glob("*.py"))}
+        named = {part for floor in floors for part in floor.parts} - {"*"}
+        assert named <= parts, f"{package}'s floors name what is not there: {sorted(named - parts)}"
 
 
 def test_berth_env_imports_nothing_else_of_the_project():
@@ -129,6 +143,17 @@ def test_an_import_to_the_right_is_caught_and_one_to_the_left_is_not():
             edge("rollouts.store", "yaml"), edge("agent.loop", "rollouts.store"), edge("testkit.app", "app"),
             edge("bench.loop_bench", "agent.loop")]
     assert against_the_layers(back + fine) == back
+
+
+def test_an_import_up_a_packages_floors_or_across_sections_is_caught():
+    back = [edge("viewer.chart.svg", "viewer.markdown"), edge("viewer.markdown", "viewer.run.section"),
+            edge("viewer.arena.match", "viewer.run.stream"), edge("rollouts.index.engine", "rollouts.sources"),
+            edge("agent.providers.base", "agent.loop")]
+    fine = [edge("viewer.run.section", "viewer.run.stream"), edge("viewer.share.page", "viewer.chart.svg"),
+            edge("viewer.arena.match", "viewer.rollout_panel"), edge("rollouts.archive", "rollouts.index.engine"),
+            edge("agent.loop", "agent.providers.base"), edge("agent.__main__", "batch.cli"),
+            edge("viewer.rollout_panel", "viewer.chat")]
+    assert against_the_floors(back + fine) == back
 
 
 def test_a_cycle_is_reported_with_its_path():

@@ -12,7 +12,7 @@ from pathlib import Path
 from tests.import_graph import LAYERED_SOURCES, ROOT, read_imports
 
 # Our own top-level names; everything else outside the standard library is third-party.
-PROJECT = {"berth_env", "rollouts", "agent", "viewer", "app", "testkit", "tests", "bench"}
+PROJECT = {"berth_env", "rollouts", "agent", "catalog", "live", "batch", "viewer", "app", "testkit", "tests", "bench"}
 # Import names whose distribution has another name, for when the distribution is not installed here to ask.
 DISTRIBUTION_OF = {"yaml": "pyyaml", "PIL": "pillow", "sklearn": "scikit-learn", "dateutil": "python-dateutil",
                    "multipart": "python-multipart", "attr": "attrs"}

@@ -10,14 +10,14 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agent.budget import BudgetLimits, SpendBudget
-from agent.hand_play import PlayRegistry
-from agent.match_runs import MatchRegistry
 from agent.netguard import ServerPolicy
-from agent.quota import SaveQuota
-from agent.runs import RunRegistry
-from agent.task_dataset import TaskDataset, dataset_from_env, serve_tasks_dataset
-from agent.tasks import PUBLIC_SERVER, TaskChoice, embedded_catalog, task_for
+from catalog.task_dataset import TaskDataset, dataset_from_env, serve_tasks_dataset
+from catalog.tasks import PUBLIC_SERVER, TaskChoice, embedded_catalog, task_for
+from live.budget import BudgetLimits, SpendBudget
+from live.hand_play import PlayRegistry
+from live.match_runs import MatchRegistry
+from live.quota import SaveQuota
+from live.runs import RunRegistry
 from rollouts.archive import Archive
 from rollouts.layout import default_rollout_dir
 from rollouts.links import app_link, public_base, rollout_page, space_url
@@ -45,7 +45,7 @@ class Settings:
     # A baseline pauses this long before each tool call in the app, so a person watching can follow the story.
     baseline_pace_s: float = 0.5
     tasks_dataset: str | None = None  # TASKS_DATASET: every dock-v1 task; None serves the bundled eval tasks
-    tasks_cache: Path | None = None  # TASKS_CACHE: where it is cached (None: agent.task_dataset's default)
+    tasks_cache: Path | None = None  # TASKS_CACHE: where it is cached (None: catalog.task_dataset's default)
     allowed_servers: str = ""  # ALLOWED_SERVERS: more trusted servers, comma-separated `host[:port]` (netguard)
     custom_servers: bool | None = None  # CUSTOM_SERVERS=0/1: visitors' own servers; None: on unless on a Space
     # Rollouts one visitor may save in any hour, Run and Play together (0: no cap). Every rollout is public; a
@@ -56,7 +56,7 @@ class Settings:
     arena_url: str | None = None
     # Arena votes one visitor may cast in any hour (0: no cap), one per match at most whatever this says.
     max_votes_per_hour: int = 60
-    # What runs on the Space's own keys may spend (agent/budget.py): ARENA_BUDGET_* and ARENA_SPACE_MAX_*.
+    # What runs on the Space's own keys may spend (live/budget.py): ARENA_BUDGET_* and ARENA_SPACE_MAX_*.
     budget: BudgetLimits = field(default_factory=BudgetLimits)
 
     @classmethod
@@ -110,7 +110,7 @@ class AppContext:
     archive: Archive
     records: RecordCache
     matches: MatchRegistry | None = None  # the arena's matches (viewer/arena); None only in a bare test context
-    tasks: TaskDataset | None = None  # loading in the background; agent.task_dataset.tasks_status() says how
+    tasks: TaskDataset | None = None  # loading in the background; catalog.task_dataset.tasks_status() says how
     policy: ServerPolicy = field(default_factory=ServerPolicy)  # where runs and task lookups may connect
     downloads: Downloads = field(default_factory=Downloads)
     # Tasks listed by remote servers this process has read, so their labels survive a filter change.
@@ -149,7 +149,7 @@ class AppContext:
 
     def public(self, episode_id: str) -> bool:
         """Whether a door may show this episode (running or stored) yet: not while it is a side of an undecided
-        random match (agent.match_runs.MatchRegistry.withheld_episodes). A door answers as for an unknown id."""
+        random match (live.match_runs.MatchRegistry.withheld_episodes). A door answers as for an unknown id."""
         return self.matches is None or episode_id not in self.matches.withheld_episodes()
 
     def server_url(self, choice: str, custom: str = "") -> str | None:

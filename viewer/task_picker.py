@@ -16,9 +16,9 @@ from typing import Any
 
 import gradio as gr
 
-from agent.task_dataset import tasks_status
-from agent.tasks import SHIP_BANDS, TaskChoice, embedded_catalog, filter_choices, random_choice
 from berth_env import TIERS
+from catalog.task_dataset import tasks_status
+from catalog.tasks import SHIP_BANDS, TaskChoice, embedded_catalog, filter_choices, random_choice
 from viewer.context import AppContext
 from viewer.wiring import bind, unchanged
 

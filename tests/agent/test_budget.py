@@ -1,4 +1,4 @@
-"""The Space's spending budget (agent/budget.py): worst cases priced from the board's table, holds reserved all or
+"""The Space's spending budget (live/budget.py): worst cases priced from the board's table, holds reserved all or
 none and settled to the record's usage, a visitor's hour and the Space's UTC day on an injected clock; then the
 real loop through the run registry, the real `openai` SDK against the local chat-completions peer."""
 
@@ -13,7 +13,7 @@ import pytest
 from genai_prices import Usage as PriceUsage
 from genai_prices import calc_price
 
-from agent.budget import (
+from live.budget import (
     PROMPT_TOKENS,
     RESULT_TOKENS,
     BudgetExceeded,
@@ -22,7 +22,7 @@ from agent.budget import (
     on_space_keys,
     worst_case,
 )
-from agent.runs import CapacityError, RunRegistry
+from live.runs import CapacityError, RunRegistry
 from rollouts.prices import episode_usd
 from testkit.peers import ChatPeer, ToolCall, Turn, Usage
 from testkit.tasks import TASK_ID, optimal_args

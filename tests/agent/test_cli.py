@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.grid import task_ids
+from batch.grid import task_ids
 from berth_env import TIERS, grade, greedy_plan, load_pack
 from testkit.peers import ChatPeer, Error, Text, ToolCall, Turn
 from testkit.servers import free_port
@@ -184,7 +184,7 @@ def test_a_mistake_is_said_before_the_server_and_openenv_are_imported(tmp_path):
     assert result.returncode == 2 and "must start with one of" in result.stderr and "Traceback" not in result.stderr
     imported = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines()
                 if line.startswith("import time:")}
-    assert "agent.cli" in imported, result.stderr[-2000:]  # the list is read right, so the check below can fail
+    assert "batch.cli" in imported, result.stderr[-2000:]  # the list is read right, so the check below can fail
     assert not imported & {"gradio", "openenv", "berth_env.server"}, sorted(imported)
 
 

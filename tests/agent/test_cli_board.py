@@ -18,7 +18,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from agent.cli import main
+from batch.cli import main
 from rollouts import cli as rollouts_cli
 from rollouts.archive import Archive
 from rollouts.filters import Filters

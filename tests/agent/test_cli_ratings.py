@@ -18,7 +18,7 @@ import json
 
 import pytest
 
-from agent.cli import main
+from batch.cli import main
 from rollouts.ratings import ANCHOR
 from rollouts.store import RolloutStore
 from tests.agent.test_cli_board import snapshot

@@ -1,4 +1,4 @@
-"""Playing by hand: agent.hand_play against the embedded server over a real WebSocket, the records it saves through
+"""Playing by hand: live.hand_play against the embedded server over a real WebSocket, the records it saves through
 the real store, the plan table, and the `/play_*` API through gradio_client against the launched app (Browse and the
 leaderboard then show the hand-played rollout as `human`)."""
 
@@ -10,11 +10,11 @@ import time
 import pytest
 from gradio_client import Client
 
-from agent.hand_play import PlayError, PlayRegistry, human_model
 from agent.session import EnvError, EnvSession
 from berth_env import load_pack
 from berth_env.baselines import published_plan
 from berth_env.embedded import start_server
+from live.hand_play import PlayError, PlayRegistry, human_model
 from rollouts.schema import validate_record
 from rollouts.store import RolloutStore
 from tests.agent_helpers import TASK_ID

@@ -1,4 +1,4 @@
-"""Arena matches while they run (agent/match_runs.py), against the real run registry, store, match book and
+"""Arena matches while they run (live/match_runs.py), against the real run registry, store, match book and
 embedded berth server: the row written from both saved records, votes (once per visitor, blind in random mode,
 within the hourly cap), a match counted as two runs, Stop ending both, and a match that saved nothing."""
 
@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from agent.match_runs import BALLOT_S, SKIP, MatchRegistry, VoteRefused, draw_pair, match_stop_token
-from agent.quota import SaveQuota
-from agent.runs import CapacityError, RunRegistry
+from live.match_runs import BALLOT_S, SKIP, MatchRegistry, VoteRefused, draw_pair, match_stop_token
+from live.quota import SaveQuota
+from live.runs import CapacityError, RunRegistry
 from rollouts.arena import verdict
 from rollouts.matches import MatchBook
 from rollouts.store import RolloutStore
@@ -171,7 +171,7 @@ def test_every_match_of_the_last_day_takes_votes_not_only_the_newest(tmp_path, e
             matches.vote(victims.match_id, "b", visitor="ip:203.0.113.9")
         assert not {r.episode_id for r in victims.runs} & matches.withheld_episodes()  # decided: public
         later = time.time() + BALLOT_S + 1
-        monkeypatch.setattr("agent.match_runs.time.time", lambda: later)
+        monkeypatch.setattr("live.match_runs.time.time", lambda: later)
         with pytest.raises(VoteRefused, match="Voting on this match is closed"):  # a day on, the ballot closes
             matches.vote(victims.match_id, "b", visitor="ip:203.0.113.10")
 

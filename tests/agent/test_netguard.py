@@ -22,7 +22,7 @@ from agent.netguard import (
     public_address,
 )
 from agent.session import EnvError, EnvSession
-from agent.task_api import TaskAPI, TaskAPIError
+from catalog.task_api import TaskAPI, TaskAPIError
 from testkit import aio
 from testkit.listeners import Listener, loopback_listener
 from testkit.tasks import TASK_ID

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.cli import _plan_jobs, grid_cells, parse_shard
-from agent.grid import spread_sample, task_ids
+from batch.cli import _plan_jobs, grid_cells, parse_shard
+from batch.grid import spread_sample, task_ids
 from berth_env import TIERS, load_pack
 
 MODELS = ["baseline:greedy", "baseline:naive", "baseline:hasty"]

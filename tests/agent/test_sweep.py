@@ -10,7 +10,7 @@ import re
 import time
 from pathlib import Path
 
-from agent.grid import grid_cells, task_ids
+from batch.grid import grid_cells, task_ids
 from testkit.fakejobs import warm_spawn
 from testkit.peers import ChatPeer, ToolCall, Turn, always
 from testkit.tasks import optimal_args
@@ -30,7 +30,7 @@ BASELINES = ["baseline:greedy", "baseline:naive"]
 
 
 def eval_tasks(n: int) -> list[str]:
-    """The tasks `--split eval --limit n` plays: n spread over the tiers (agent.grid)."""
+    """The tasks `--split eval --limit n` plays: n spread over the tiers (batch.grid)."""
     return task_ids(None, "eval", n, None)
 
 

@@ -8,11 +8,11 @@ import re
 
 import pytest
 
-from agent.grid import grid_cells, task_ids
 from agent.providers.base import scrub
-from agent.sweep_cost import JOB_START_S, LOCAL_START_S, episode_guess, estimate, hourly_usd
-from agent.sweep_jobs import describe
-from agent.sweep_plan import SweepError, SweepPlan, job_secrets, parse_timeout, resolve_image
+from batch.grid import grid_cells, task_ids
+from batch.sweep_cost import JOB_START_S, LOCAL_START_S, episode_guess, estimate, hourly_usd
+from batch.sweep_jobs import describe
+from batch.sweep_plan import SweepError, SweepPlan, job_secrets, parse_timeout, resolve_image
 from rollouts.prices import episode_usd
 from rollouts.store import RolloutStore
 from testkit.records import make_record

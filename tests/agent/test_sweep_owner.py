@@ -10,7 +10,7 @@ import json
 
 from huggingface_hub import HfApi
 
-from agent.sweep_plan import shard_run_args
+from batch.sweep_plan import shard_run_args
 from tests.sweep_helpers import REPO, SPACE, TOKEN, interrupt, jobs_endpoint, sweep
 
 RUN = "sweep-owned"

@@ -1,4 +1,4 @@
-"""A sweep's state as it is read back (agent/sweep_state.py, agent/sweep_plan.py): a damaged or hostile copy gives
+"""A sweep's state as it is read back (batch/sweep_state.py, batch/sweep_plan.py): a damaged or hostile copy gives
 one clear error, never a command; a tampered local copy cannot read or write outside its rollout folder; no secret
 goes into a shard's command, not in the server URL nor anywhere else."""
 
@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from agent.sweep import Console, Sweep
-from agent.sweep_local import LocalShards
-from agent.sweep_plan import HF_JOBS, LOCAL, SweepError, SweepPlan, check_env_url, shard_run_args
-from agent.sweep_state import SweepState, SweepStateError, board_rel, in_folder, load_local, save_local
+from batch.sweep import Console, Sweep
+from batch.sweep_local import LocalShards
+from batch.sweep_plan import HF_JOBS, LOCAL, SweepError, SweepPlan, check_env_url, shard_run_args
+from batch.sweep_state import SweepState, SweepStateError, board_rel, in_folder, load_local, save_local
 from tests.sweep_helpers import sweep
 
 TASKS = ["dock-a", "dock-b"]

@@ -1,4 +1,4 @@
-"""The one Task API client (agent/task_api.py) and the one full-task lookup (agent.tasks.task_for), against real
+"""The one Task API client (catalog/task_api.py) and the one full-task lookup (catalog.tasks.task_for), against real
 berth servers: the embedded one, and a child process serving an extra pack."""
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ import time
 import pytest
 
 import testkit.servers
-from agent.task_api import TaskAPI, TaskAPIError, TaskTooLarge, valid_task_id
-from agent.tasks import CatalogError, remote_catalog, task_for
+from agent.limits import valid_task_id
 from berth_env import load_pack
+from catalog.task_api import TaskAPI, TaskAPIError, TaskTooLarge
+from catalog.tasks import CatalogError, remote_catalog, task_for
 from testkit.servers import berth_server, free_port
 from tests.grader_helpers import TOY_TASK_LINE
 

@@ -1,4 +1,4 @@
-"""The tasks dataset (agent/task_dataset.py) against testkit/fakehub.py with the real huggingface_hub: every checked
+"""The tasks dataset (catalog/task_dataset.py) against testkit/fakehub.py with the real huggingface_hub: every checked
 task offered and the broken ones left out with a log line, the embedded server serving tasks that arrived after it
 started, the cache reused across restarts (no download, no grading), the offline fall-back, bounded waits, the CLI.
 """
@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from agent.session import EnvSession
-from agent.task_api import TaskAPI
-from agent.task_dataset import TaskDataset, tasks_status, uninstall
-from agent.tasks import embedded_catalog, filter_choices
 from berth_env import grade, greedy_plan, load_pack
+from catalog.task_api import TaskAPI
+from catalog.task_dataset import TaskDataset, tasks_status, uninstall
+from catalog.tasks import embedded_catalog, filter_choices
 from testkit.fakehub import running_fakehub
 from tests.tasks_helpers import REPO, TRAIN_COUNT, TRAIN_TASK, published_dataset
 
@@ -46,7 +46,7 @@ def loader(hub, cache: Path, **options) -> TaskDataset:
 def test_every_checked_task_is_offered_and_each_broken_one_left_out_with_one_log_line(tmp_path, hub, env_url,
                                                                                        caplog):
     published = published_dataset(hub)
-    with caplog.at_level(logging.WARNING, logger="agent.task_dataset"):
+    with caplog.at_level(logging.WARNING, logger="catalog.task_dataset"):
         status = loader(hub, tmp_path).load()
     assert status.state == "ready" and status.revision == published.revision
     assert status.splits == {"eval": 50, "train": TRAIN_COUNT}
@@ -96,7 +96,7 @@ def test_a_restart_neither_downloads_nor_grades_again(tmp_path, hub, monkeypatch
     assert downloads >= 2
 
     # A restart: the same cache folder, a new loader. One probe, no download, no grading.
-    import agent.task_verdicts as verdicts_module
+    import catalog.task_verdicts as verdicts_module
 
     graded: list[str] = []
     real = verdicts_module.reference_problem
@@ -261,7 +261,7 @@ def oversized_rows() -> tuple[list[dict], dict[str, str]]:
 def test_an_oversized_row_is_left_out_and_named_like_a_broken_one_before_any_grading(tmp_path, hub, monkeypatch,
                                                                                      caplog):
     """Before, a row of 10,240 ships was graded in-process with no bound (a start of 13-47 s instead of 7 s)."""
-    import agent.task_verdicts as verdicts_module
+    import catalog.task_verdicts as verdicts_module
     from testkit.task_dataset import dataset_files, train_copies
     from tests.browse_helpers import publish
     from tests.tasks_helpers import TOKEN, bundled
@@ -273,7 +273,7 @@ def test_an_oversized_row_is_left_out_and_named_like_a_broken_one_before_any_gra
     real = verdicts_module.reference_problem
     monkeypatch.setattr(verdicts_module, "reference_problem", lambda task: graded.append(task["task_id"]) or
                         real(task))
-    with caplog.at_level(logging.WARNING, logger="agent.task_dataset"):
+    with caplog.at_level(logging.WARNING, logger="catalog.task_dataset"):
         status = loader(hub, tmp_path).load()
     assert status.state == "ready" and status.splits == {"eval": 50, "train": 3}
     assert set(status.left_out) == set(too_large) and "3 left out" in status.text
@@ -286,10 +286,10 @@ def test_an_oversized_row_is_left_out_and_named_like_a_broken_one_before_any_gra
 
 
 def test_a_tasks_file_over_the_size_bound_is_never_downloaded(tmp_path, hub, monkeypatch):
-    import agent.task_dataset
+    import catalog.task_dataset
 
     published_dataset(hub)
-    monkeypatch.setattr(agent.task_dataset, "FILE_MAX_BYTES", 4096)  # the real bound is 64 MB; these are larger
+    monkeypatch.setattr(catalog.task_dataset, "FILE_MAX_BYTES", 4096)  # the real bound is 64 MB; these are larger
     before = len(hub.hits("resolve"))
     status = loader(hub, tmp_path).load()
     assert status.state == "offline" and "tasks/eval.parquet is" in status.detail

@@ -15,8 +15,8 @@ from collections import Counter
 import pytest
 from playwright.sync_api import Page, expect
 
-from agent.task_dataset import TaskDataset, tasks_status, uninstall
 from berth_env import load_pack
+from catalog.task_dataset import TaskDataset, tasks_status, uninstall
 from testkit.fakehub import running_fakehub
 from tests.app_fixtures import launched_app
 from tests.browser.conftest import ARTIFACTS, PHONE

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from agent.budget import BudgetLimits, SpendBudget, worst_case
+from live.budget import BudgetLimits, SpendBudget, worst_case
 from tests.browser.conftest import ARTIFACTS, PHONE
 from tests.browser.run_page import open_form, pick
 

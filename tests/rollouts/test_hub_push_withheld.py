@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.match_runs import BALLOT_S, SKIP, MatchRegistry
-from agent.runs import RunRegistry
+from live.match_runs import BALLOT_S, SKIP, MatchRegistry
+from live.runs import RunRegistry
 from rollouts import hub_push
 from rollouts.matches import MatchBook
 from testkit.records import make_records
@@ -78,7 +78,7 @@ def test_a_random_match_reaches_the_hub_only_after_the_vote_or_the_skip(tmp_path
 
     if decision == "a day on":  # nobody voted: the ballot closes and the pair is public (the rule's day)
         later = time.time() + BALLOT_S + 1
-        monkeypatch.setattr("agent.match_runs.time.time", lambda: later)
+        monkeypatch.setattr("live.match_runs.time.time", lambda: later)
     else:
         matches.vote(hidden.match_id, decision, visitor="ip:192.0.2.9")
     assert not matches.withheld_episodes()

@@ -9,7 +9,7 @@ import json
 
 from gradio_client import Client
 
-from agent.cli import main as agent_main
+from batch.cli import main as agent_main
 from rollouts.archive import Archive
 from rollouts.index.compaction import compact
 from rollouts.sources.hub import HubSource

@@ -14,8 +14,8 @@ from pathlib import Path
 import datasets
 import pytest
 
-from agent.cli import main
-from agent.cli_regrade import GRADER
+from batch.cli import main
+from batch.cli_regrade import GRADER
 from berth_env import GRADER_VERSION, PlanError, evaluate, grade, load_pack
 from rollouts.store import RolloutStore
 from testkit.fakehub import running_fakehub

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import gradio as gr
 import pytest
 
-from agent.runs import RunRegistry
+from live.runs import RunRegistry
 from rollouts.archive import Archive, RolloutNotFound
 from rollouts.layout import record_rel
 from rollouts.sources import SourceError

@@ -11,4 +11,4 @@ from testkit.warm_python import WarmPython
 @pytest.mark.parametrize("name", ["rollouts.leaderboard", "no_such_package.module"])
 def test_a_preload_naming_no_module_is_refused(name):
     with pytest.raises(ValueError, match=f"no such module to preload: {name}"):
-        WarmPython(["agent.cli", name])
+        WarmPython(["batch.cli", name])

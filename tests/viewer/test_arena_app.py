@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from gradio_client import Client
 
-from agent.cli import main as agent_main
+from batch.cli import main as agent_main
 from rollouts.filters import Filters
 from testkit import aio
 from testkit.app import match_ended

@@ -282,7 +282,7 @@ def test_the_crane_panel_counts_cranes_in_use_and_flags_the_hours_over_the_limit
 
 
 def test_labels_fit_their_boxes() -> None:
-    from viewer.chart_layers import ship_label
+    from viewer.chart.layers import ship_label
 
     ship = {"id": 12, "name": "CMA CGM ALEXANDER VON HUMBOLDT"}
     wide = ship_label(ship, 40, 6, 5.0, 16.0)                           # 200 px: as much of the name as fits

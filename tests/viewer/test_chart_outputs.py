@@ -20,7 +20,7 @@ from viewer.chart import (
     preview_scene,
     step_scene,
 )
-from viewer.chart_scene import MOVED_FILL, SHIP_FILL, VIOLATION_LINE, clean, tip_text
+from viewer.chart.scene import MOVED_FILL, SHIP_FILL, VIOLATION_LINE, clean, tip_text
 
 BUSY = "dock-24B-w06x1-busy-0"
 LARGEST = "dock-36A-w35x3-extreme-0"

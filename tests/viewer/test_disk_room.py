@@ -1,5 +1,5 @@
 """A run the disk could not keep is refused before it starts (rollouts/journal.py's `check_room`, asked by
-agent/runs.py for every start): before, with the disk full every run played to its end and came back
+live/runs.py for every start): before, with the disk full every run played to its end and came back
 `"saved": false`, lost."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 from gradio_client import Client
 
-from agent.runs import CapacityError, RunRegistry
+from live.runs import CapacityError, RunRegistry
 from rollouts import journal
 from rollouts.store import RolloutStore
 from testkit.tasks import TASK_ID
@@ -50,7 +50,7 @@ def test_the_apps_run_door_says_the_disk_is_full_before_the_run(arena):
 
 
 def test_a_batch_run_on_a_full_disk_says_so_and_plays_nothing(tmp_path, monkeypatch, capsys):
-    from agent import cli
+    from batch import cli
 
     monkeypatch.setattr(journal.shutil, "disk_usage", lambda path: SimpleNamespace(free=5 << 20))
     out = tmp_path / "rollouts"

@@ -1,4 +1,4 @@
-"""A random match's sides stay hidden at every door until the vote or the skip (agent.match_runs'
+"""A random match's sides stay hidden at every door until the vote or the skip (live.match_runs'
 `withheld_episodes`, asked by each): the share page, its card and raw JSON, `/rollout`, `/browse_record`, Browse's
 list and `?episode=`; `/arena_start` gives no episode id; the store's pusher keeps their files and rows off the Hub
 dataset. Before, `/arena_start` handed out both ids, `/r/<id>` of a hidden side was titled with its model, and the
@@ -13,7 +13,7 @@ import huggingface_hub
 import pytest
 from gradio_client import Client
 
-from agent.match_runs import SKIP
+from live.match_runs import SKIP
 from testkit import aio
 from testkit.app import match_ended, settings_for
 from testkit.fakehub import running_fakehub

@@ -141,7 +141,7 @@ def test_the_private_run_handler_called_by_index_enforces_the_same_limits(arena,
 
 def test_a_server_that_cannot_be_reached_leaves_no_rollout(tmp_path):
     from agent.netguard import ServerPolicy
-    from agent.runs import RunRegistry
+    from live.runs import RunRegistry
     from rollouts.store import RolloutStore
     from testkit.servers import free_port
     from viewer.chat import chat_messages

@@ -13,9 +13,9 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from berth_env import load_pack
-from viewer.chart_scene import SHIP_FILL, VIOLATION_LINE
-from viewer.raster import HELPER, Rasteriser, svg_png
-from viewer.share_card import CARD_H, CARD_W, FONT_DIR, share_png, share_svg
+from viewer.chart.card import CARD_H, CARD_W, FONT_DIR, share_png, share_svg
+from viewer.chart.raster import HELPER, Rasteriser, svg_png
+from viewer.chart.scene import SHIP_FILL, VIOLATION_LINE
 
 LARGEST = "dock-36A-w35x3-extreme-0"
 BUSY = "dock-24B-w06x1-busy-0"

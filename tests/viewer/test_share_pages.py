@@ -15,15 +15,15 @@ from html.parser import HTMLParser
 import httpx
 import pytest
 
-from agent.runs import EpisodeRun
-from agent.tasks import task_for
+from catalog.tasks import task_for
+from live.runs import EpisodeRun
 from rollouts.links import public_base
 from testkit.app import launched_app
 from testkit.records import make_record, make_records
-from viewer.chart_scene import SHIP_FILL
+from viewer.chart.scene import SHIP_FILL
 from viewer.run.stream import episode_markdown
-from viewer.share_page import TRANSCRIPT_CHARS, PageLinks, rollout_page
-from viewer.share_routes import _Lru
+from viewer.share.page import TRANSCRIPT_CHARS, PageLinks, rollout_page
+from viewer.share.routes import _Lru
 
 Image = pytest.importorskip("PIL.Image")  # Pillow comes with gradio; it only reads the PNG back here
 

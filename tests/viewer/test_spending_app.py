@@ -1,4 +1,4 @@
-"""The spending budget on the launched app's doors (agent/budget.py): `/run` and `/arena_start` on the Space's keys
+"""The spending budget on the launched app's doors (live/budget.py): `/run` and `/arena_start` on the Space's keys
 take bounded turns and tokens, a run the budget cannot cover is refused before it starts and leaves no rollout, a
 random pair is held like any run, and a visitor's own key or a baseline is never charged."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from gradio_client import Client
 
-from agent.budget import BudgetLimits, SpendBudget, worst_case
+from live.budget import BudgetLimits, SpendBudget, worst_case
 from testkit.tasks import TASK_ID
 
 MODEL = "hf:Qwen/Qwen3.8-27B:cerebras"

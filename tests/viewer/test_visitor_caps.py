@@ -1,4 +1,4 @@
-"""A visitor's rollouts per hour (agent/quota.py): one sliding window for model runs and hand-played episodes,
+"""A visitor's rollouts per hour (live/quota.py): one sliding window for model runs and hand-played episodes,
 against the real registries, store and embedded server, and through the launched app's doors (`/run` and
 `/play_start` from one address, a second address unaffected)."""
 
@@ -9,10 +9,10 @@ import time
 import pytest
 from gradio_client import Client
 
-from agent.hand_play import PlayError, PlayRegistry
-from agent.quota import QuotaExceeded, SaveQuota
-from agent.runs import CapacityError, RunRegistry
 from berth_env import load_pack
+from live.hand_play import PlayError, PlayRegistry
+from live.quota import QuotaExceeded, SaveQuota
+from live.runs import CapacityError, RunRegistry
 from rollouts.store import RolloutStore
 from testkit.app import launched_app
 from testkit.servers import free_port

@@ -11,7 +11,7 @@ from __future__ import annotations
 import gradio as gr
 
 from agent.limits import InputTooLarge, check_input
-from agent.match_runs import VoteRefused, match_stop_token
+from live.match_runs import VoteRefused, match_stop_token
 from rollouts.archive import RolloutNotFound
 from rollouts.schema import valid_episode_id
 from rollouts.sources import SourceError

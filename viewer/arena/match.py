@@ -3,7 +3,7 @@ streamed into the section at once, and a stored match replayed from its row and 
 
 A match is two ordinary episodes: `begin_match` puts both models through the Run section's checks
 (viewer/run/stream.check_request: specs, task, server, keys for this run only) and the registry starts them together
-within the caps (agent/match_runs.py). Each side is streamed by the Run section's EpisodeFrames into its own slots,
+within the caps (live/match_runs.py). Each side is streamed by the Run section's EpisodeFrames into its own slots,
 masked while the visitor may not see the names.
 """
 
@@ -15,9 +15,9 @@ from typing import Any
 
 import gradio as gr
 
-from agent.match_runs import LiveMatch, draw_pair, match_stop_token
 from agent.providers.registry import runs_here
-from agent.runs import CapacityError
+from live.match_runs import LiveMatch, draw_pair, match_stop_token
+from live.runs import CapacityError
 from rollouts.archive import RolloutNotFound
 from rollouts.sources import SourceError
 from viewer.arena.components import ArenaSection

@@ -19,7 +19,7 @@ from typing import Any
 
 import gradio as gr
 
-from agent.match_runs import SKIP, VoteRefused
+from live.match_runs import SKIP, VoteRefused
 from rollouts.matches import VOTE_CHOICES
 from rollouts.schema import valid_episode_id
 from viewer.arena.components import ArenaSection, ArenaSide

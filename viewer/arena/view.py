@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agent.match_runs import LiveMatch
+from live.match_runs import LiveMatch
 from rollouts.arena import Verdict, verdict
 from rollouts.matches import VOTE_CHOICES
 from viewer.markdown import escape_cell
@@ -37,7 +37,7 @@ class Snapshot:
     row: dict | None  # the saved row (votes included), once written
     problem: str | None  # why there is no row
     names_shown: bool
-    ballot: str  # agent.match_runs.LiveMatch.ballot, or `closed` for a match no longer held here
+    ballot: str  # live.match_runs.LiveMatch.ballot, or `closed` for a match no longer held here
 
     @property
     def votes_shown(self) -> bool:

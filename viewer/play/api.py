@@ -4,7 +4,7 @@
 answer is the server's own JSON (`reward` on submit). Only the client that started an episode may play it (Gradio's
 session of that client); the caps count the visitor (viewer.visitors: the account or address, however many
 sessions it opens). The rollout (model `human`) is saved when the episode ends. Each function takes the app's
-context first (app.py binds it); agent.hand_play enforces the limits, since any client that reaches the Space may
+context first (app.py binds it); live.hand_play enforces the limits, since any client that reaches the Space may
 call these.
 """
 
@@ -14,8 +14,8 @@ from typing import Any
 
 import gradio as gr
 
-from agent.hand_play import PlayError, human_model
 from berth_env.baselines import published_plan
+from live.hand_play import PlayError, human_model
 from viewer.context import AppContext
 from viewer.visitors import visitor_of
 

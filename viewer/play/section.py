@@ -4,7 +4,7 @@ Layout: the picker, Check and Submit, the verdict of the last check and the plan
 ship, filled with the published plan); the task's brief, its situation (as the model reads it) and the berth chart
 on the right, then the grade beside the optimum once submitted. Editing the table moves the ships on the chart at
 once, without their verdicts: rule breaks are drawn only for a plan sent to `check_plan` (the 10-check budget is
-the point, as it is for a model). The episode opens on the first Check or Submit (agent.hand_play) and its rollout,
+the point, as it is for a model). The episode opens on the first Check or Submit (live.hand_play) and its rollout,
 model `human` (or `human:<Hub username>`), is saved like any other.
 
 Handlers are top-level functions taking the section first (wired with `viewer.wiring.bind`); they return dicts
@@ -19,10 +19,10 @@ from typing import Any
 
 import gradio as gr
 
-from agent.hand_play import HandEpisode, PlayError, human_model
 from agent.limits import InputTooLarge, check_input
 from berth_env.baselines import published_plan
 from berth_env.texts import situation_text
+from live.hand_play import HandEpisode, PlayError, human_model
 from rollouts.record_view import RecordView
 from viewer.chart import berth_chart, optimum_chart, preview_chart, read_plan
 from viewer.context import AppContext

@@ -2,7 +2,7 @@
 
 Layout: the form on the left (model, task, Run and Stop first; server, limits and keys folded below), the task
 preview or the live episode on the right (status line, chat, the berth chart of each draft, the grade). Episodes
-run in background workers (agent.runs), so a closed tab never ends one; `?episode=<id>` re-attaches.
+run in background workers (live.runs), so a closed tab never ends one; `?episode=<id>` re-attaches.
 
 Handlers are top-level functions taking the section first (wired with `viewer.wiring.bind`); they return dicts
 keyed by component, so each says exactly what it changes.
@@ -16,13 +16,13 @@ from typing import Any
 
 import gradio as gr
 
-from agent.limits import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS
+from agent.limits import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, valid_task_id
 from agent.netguard import NOT_ALLOWED
-from agent.task_api import TaskTooLarge, valid_task_id
-from agent.tasks import CatalogError, embedded_catalog
-from agent.tasks import remote_catalog as read_remote_catalog
 from berth_env import check, parse_plan
 from berth_env.baselines import published_plan
+from catalog.task_api import TaskTooLarge
+from catalog.tasks import CatalogError, embedded_catalog
+from catalog.tasks import remote_catalog as read_remote_catalog
 from rollouts.schema import valid_episode_id
 from viewer.chart import preview_chart
 from viewer.context import SERVER_CHOICES, AppContext

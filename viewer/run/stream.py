@@ -1,9 +1,9 @@
 """Starting an episode from the Run form or the API, and turning its events into what the page or a script sees.
 
 `check_request` is every check a run request gets (one model, or an arena match's two on one task), raising
-`FormError` naming the field to fix (on the Space's keys, within the spending budget's bounds: agent.budget);
+`FormError` naming the field to fix (on the Space's keys, within the spending budget's bounds: live.budget);
 `budget_notice` says before a run what it may spend of that budget; `start_episode` checks and starts one episode in
-the background (agent.runs).
+the background (live.runs).
 `EpisodeFrames` follows an episode and builds its display, frame by frame, as dicts keyed by the components of one
 `EpisodeSlots` (the Run section's, or one side of an arena match); `page_frames` yields them for one episode;
 `api_updates` yields small JSON updates for `gradio_client`. Episodes run in their own workers, so a closed tab or
@@ -20,13 +20,13 @@ from typing import Any
 
 import gradio as gr
 
-from agent.budget import BudgetExceeded, on_space_keys
-from agent.limits import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, InputTooLarge, check_input
+from agent.limits import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, InputTooLarge, check_input, valid_task_id
 from agent.providers.registry import MissingKey, parse_spec, playable, provider_class
-from agent.runs import CapacityError, EpisodeRun, stop_token
 from agent.spec import SpecError
-from agent.task_api import TaskTooLarge, valid_task_id
-from agent.tasks import closest_tasks
+from catalog.task_api import TaskTooLarge
+from catalog.tasks import closest_tasks
+from live.budget import BudgetExceeded, on_space_keys
+from live.runs import CapacityError, EpisodeRun, stop_token
 from rollouts.record_view import RecordView
 from viewer.chart import preview_chart
 from viewer.context import AppContext
@@ -145,7 +145,7 @@ def check_request(ctx: AppContext, models: dict[str, Any], task_id: Any, turns: 
 def _checked_limits(ctx: AppContext, specs: list[str], keys: dict[str, str], turns: Any,
                     tokens: Any) -> tuple[int, int]:
     """Max turns and tokens a turn: within the loop's range, and on the Space's keys within the Space's bounds
-    (agent.budget; left out, they are the defaults as far as those bounds allow)."""
+    (live.budget; left out, they are the defaults as far as those bounds allow)."""
     budget = ctx.registry.budget
     spending = budget is not None and any(on_space_keys(model, keys) for model in specs)
     default_turns, default_tokens = budget.defaults() if spending else (DEFAULT_MAX_TURNS, DEFAULT_MAX_TOKENS)
@@ -165,7 +165,7 @@ def _checked_limits(ctx: AppContext, specs: list[str], keys: dict[str, str], tur
 
 def budget_notice(ctx: AppContext, models: list[Any], turns: Any, tokens: Any, keys: dict[str, Any],
                   visitor: str) -> str | None:
-    """What these models may spend of the Space's budget and what is left today (agent.budget), for the form
+    """What these models may spend of the Space's budget and what is left today (live.budget), for the form
     before the run starts; None when none of them plays on the Space's keys. Never raises."""
     budget = ctx.registry.budget
     if budget is None:
