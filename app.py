@@ -24,16 +24,13 @@ import uvicorn
 from fastapi import FastAPI
 
 from viewer import gradio_sessions, rollout_panel, task_picker
-from viewer.arena import api as arena_api
-from viewer.arena import section as arena
-from viewer.browse import api as browse_api
-from viewer.browse import section as browse
+from viewer.arena.section import SECTION as ARENA
+from viewer.browse.section import SECTION as BROWSE
 from viewer.context import AppContext, Settings
 from viewer.downloads import RemoveWhenServed
-from viewer.play import api as play_api
-from viewer.play import section as play
-from viewer.run import api as run_api
-from viewer.run import section as run
+from viewer.play.section import SECTION as PLAY
+from viewer.run.section import SECTION as RUN
+from viewer.sections import Page, Section
 from viewer.share.routes import SharePages
 from viewer.wiring import bind
 
@@ -59,7 +56,9 @@ PAGE_CSS = """
   #header p {font-size: 0.85rem}
 }
 """
-CSS = "".join([PAGE_CSS, rollout_panel.CSS, task_picker.CSS, run.CSS, arena.CSS, browse.CSS, play.CSS])
+# The page's tabs, in order; each builds, loads and lists its API routes through one contract (viewer/sections.py).
+SECTIONS: tuple[Section, ...] = (RUN, ARENA, BROWSE, PLAY)
+CSS = "".join([PAGE_CSS, rollout_panel.CSS, task_picker.CSS, *(section.css for section in SECTIONS)])
 # Gradio scopes `css` to the app's content; the page margin belongs to an element around it.
 HEAD = ("<style>@media (max-width: 640px) { .gradio-container .main.app {padding-left: 10px; padding-right: 10px} }"
         "</style>" + rollout_panel.FIT_CHARTS)
@@ -75,40 +74,26 @@ def build_app(ctx: AppContext | None = None) -> gr.Blocks:
             gr.Markdown(HEADER, elem_id="header")
             with gr.Accordion("What is this?", open=False, elem_id="about"):
                 gr.Markdown(ABOUT)
-        with gr.Tabs(selected="run") as tabs:
-            with gr.Tab("Run", id="run"):
-                run_section = run.build_run_section(ctx)
-            with gr.Tab("Arena", id="arena", elem_id="arena"):
-                arena_section = arena.build_arena_section(ctx, tabs)
-            with gr.Tab("Browse", id="browse") as browse_tab:
-                browse_section = browse.build_browse_section(ctx, tabs)
-            with gr.Tab("Play", id="play", elem_id="play"):
-                play_section = play.build_play_section(ctx)
-        run.wire_page_load(run_section, demo)
-        arena.wire_page_load(arena_section, demo)
-        browse.wire_page_load(browse_section, demo, browse_tab)
-        play.wire_page_load(play_section, demo, tabs)
+        with gr.Tabs(selected=SECTIONS[0].id) as tabs:
+            page = Page(demo, tabs)
+            built = []
+            for section in SECTIONS:
+                with gr.Tab(section.label, id=section.id, elem_id=section.elem_id) as tab:
+                    built.append((section, section.build(ctx, page), tab))
+        for section, value, tab in built:  # after every tab exists: a load may open any of them
+            section.load(value, page, tab)
         api_routes(ctx)
     return demo
 
 
 def api_routes(ctx: AppContext) -> None:
-    """The API for scripts (gradio_client): `run` streams updates, `rollout` returns a record, `stop` stops;
-    `arena_start`, `arena_match`, `arena_vote` and `arena_stop` play, read, judge and stop a match of two models;
-    Browse's rows, leaderboard and records; `play_start`, `play_check` and `play_submit` play a task by hand."""
-    gr.api(bind(run_api.run, ctx), api_name="run", concurrency_limit=None)
-    gr.api(bind(run_api.rollout, ctx), api_name="rollout")
-    gr.api(bind(run_api.stop, ctx), api_name="stop")
-    gr.api(bind(arena_api.arena_start, ctx), api_name="arena_start", concurrency_limit=None)
-    gr.api(bind(arena_api.arena_match, ctx), api_name="arena_match", concurrency_limit=None)
-    gr.api(bind(arena_api.arena_vote, ctx), api_name="arena_vote", concurrency_limit=None)
-    gr.api(bind(arena_api.arena_stop, ctx), api_name="arena_stop")
-    gr.api(bind(browse_api.browse_rollouts, ctx), api_name="browse_rollouts")
-    gr.api(bind(browse_api.browse_leaderboard, ctx), api_name="browse_leaderboard")
-    gr.api(bind(browse_api.browse_record, ctx), api_name="browse_record")
-    gr.api(bind(play_api.play_start, ctx), api_name="play_start", concurrency_limit=None)
-    gr.api(bind(play_api.play_check, ctx), api_name="play_check", concurrency_limit=None)
-    gr.api(bind(play_api.play_submit, ctx), api_name="play_submit", concurrency_limit=None)
+    """The API for scripts (gradio_client), each section's routes: Run's `run` streams updates, `rollout` returns a
+    record, `stop` stops; `arena_start`, `arena_match`, `arena_vote` and `arena_stop` play, read, judge and stop a
+    match of two models; Browse's rows, leaderboard and records; `play_start`, `play_check` and `play_submit` play
+    a task by hand."""
+    for section in SECTIONS:
+        for route in section.routes:
+            gr.api(bind(route.handler, ctx), api_name=route.name, concurrency_limit=route.concurrency_limit)
 
 
 def serve(demo: gr.Blocks, ctx: AppContext, **options: Any) -> FastAPI:

@@ -22,6 +22,7 @@ import gradio as gr
 from live.match_runs import SKIP, VoteRefused
 from rollouts.matches import VOTE_CHOICES
 from rollouts.schema import valid_episode_id
+from viewer.arena import api as arena_api
 from viewer.arena.components import ArenaSection, ArenaSide
 from viewer.arena.match import begin_match, match_frames, random_pool, revealed_frame, stored_match_frame
 from viewer.arena.view import RULE, VOTE_LABELS
@@ -30,6 +31,7 @@ from viewer.markdown import escape_md
 from viewer.models import MODEL_INFO, PRESETS, build_key_fields, typed_keys
 from viewer.rollout_panel import build_rollout_panel, draft
 from viewer.run.stream import FormError, budget_notice
+from viewer.sections import Page, Route, Section
 from viewer.task_picker import build_task_picker, wire_task_picker
 from viewer.visitors import visitor_of
 from viewer.wiring import bind, in_worker, unchanged
@@ -68,7 +70,8 @@ LAND_ON_MATCH = f"(match) => {{ if (match) ({SCROLL_TO_MATCH})(); }}"
 
 # -- building --------------------------------------------------------------------------------------------------
 
-def build_arena_section(ctx: AppContext, app_tabs: gr.Tabs) -> ArenaSection:
+def build_arena_section(ctx: AppContext, page: Page) -> ArenaSection:
+    app_tabs = page.tabs
     gr.Markdown(INTRO, elem_id="arena-intro")
     parts: dict[str, Any] = {}
     with gr.Row(equal_height=False, elem_id="arena-form"):
@@ -266,14 +269,14 @@ async def attach_match(section: ArenaSection, match_id: str, request: gr.Request
     yield await in_worker(stored_match_frame, section, row, request)
 
 
-def wire_page_load(section: ArenaSection, demo: gr.Blocks) -> None:
+def wire_page_load(section: ArenaSection, page: Page, tab: gr.Tab) -> None:
     """`?tab=arena` opens this tab; `?match=<id>` opens it on that match."""
-    loaded = demo.load(match_link, None, [section.watch, section.app_tabs], api_visibility="private",
+    loaded = page.demo.load(match_link, None, [section.watch, section.app_tabs], api_visibility="private",
                        show_progress="hidden", queue=False)
     attached = loaded.then(bind(attach_match, section), [section.watch], section.match_outputs,
                            show_progress="hidden", api_visibility="private")
     attached.then(None, [section.watch], None, js=LAND_ON_MATCH, api_visibility="private")
-    demo.load(bind(show_budget, section), [section.model_a, section.model_b, section.random],
+    page.demo.load(bind(show_budget, section), [section.model_a, section.model_b, section.random],
               [section.budget_note], inputs_kwargs=section.key_fields, api_visibility="private",
               show_progress="hidden")
 
@@ -285,4 +288,9 @@ def match_link(request: gr.Request) -> tuple[str, Any]:
     return match_id, gr.Tabs(selected="arena") if opens else gr.skip()
 
 
-__all__ = ["CSS", "ArenaSection", "build_arena_section", "wire_page_load"]
+SECTION = Section("Arena", "arena", CSS, build_arena_section, wire_page_load, elem_id="arena", routes=(
+    Route("arena_start", arena_api.arena_start, concurrency_limit=None),
+    Route("arena_match", arena_api.arena_match, concurrency_limit=None),
+    Route("arena_vote", arena_api.arena_vote, concurrency_limit=None), Route("arena_stop", arena_api.arena_stop)))
+
+__all__ = ["CSS", "SECTION", "ArenaSection", "build_arena_section", "wire_page_load"]

@@ -18,6 +18,7 @@ import gradio as gr
 import pandas as pd
 
 from rollouts.filters import SORTABLE
+from viewer.browse import api as browse_api
 from viewer.browse import handlers as on
 from viewer.browse.components import BrowseSection
 from viewer.browse.filter_form import build_filters, changes
@@ -25,6 +26,7 @@ from viewer.browse.state import BrowseState
 from viewer.browse.views import LIST_COLUMNS, MORE_COLUMNS, board_layout
 from viewer.context import AppContext
 from viewer.rollout_panel import build_rollout_panel
+from viewer.sections import Page, Route, Section
 from viewer.wiring import bind
 
 CSS = """
@@ -89,20 +91,21 @@ SET_TITLE_JS = "(title) => { if (title) document.title = title; }"
 DOWNLOAD_JS = "() => { document.querySelector('#export-file')?.click(); }"  # the hidden DownloadButton
 
 
-def wire_page_load(section: BrowseSection, demo: gr.Blocks, tab: gr.Tab) -> None:
+def wire_page_load(section: BrowseSection, page: Page, tab: gr.Tab) -> None:
     """At page load (alongside the other sections'): a Browse link opens the Browse tab showing the view it asks
     for; opening the tab fills it.
 
     The tab switch and the rows arrive in one update: a table filled while its tab is hidden measures no height
     and draws a single row.
     """
-    demo.load(bind(on.load_page, section), None, [*section.outputs, section.app_tabs], api_visibility="private",
+    page.demo.load(bind(on.load_page, section), None, [*section.outputs, section.app_tabs], api_visibility="private",
               show_progress="hidden", queue=False).then(None, js=LISTEN_POPSTATE_JS)
     tab.select(bind(on.tab_selected, section), [section.state], [*section.outputs, section.timer],
                api_visibility="private", show_progress="hidden", queue=False)
 
 
-def build_browse_section(ctx: AppContext, app_tabs: gr.Tabs) -> BrowseSection:
+def build_browse_section(ctx: AppContext, page: Page) -> BrowseSection:
+    app_tabs = page.tabs
     ctx.archive.refresh_local(force=True)  # what the folder holds as the page is built
     parts: dict[str, Any] = {}
     parts.update(_build_bar())
@@ -250,3 +253,8 @@ def _wire(s: BrowseSection) -> None:
     for fmt, button in (("csv", s.export_csv), ("parquet", s.export_parquet)):
         button.click(bind(on.export_rows, s, fmt), [s.state], [s.export_file, s.filter_note], **private).then(
             None, js=DOWNLOAD_JS, **private)
+
+
+SECTION = Section("Browse", "browse", CSS, build_browse_section, wire_page_load, routes=(
+    Route("browse_rollouts", browse_api.browse_rollouts), Route("browse_leaderboard", browse_api.browse_leaderboard),
+    Route("browse_record", browse_api.browse_record)))

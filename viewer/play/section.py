@@ -27,7 +27,9 @@ from rollouts.record_view import RecordView
 from viewer.chart import berth_chart, optimum_chart, preview_chart, read_plan
 from viewer.context import AppContext
 from viewer.markdown import escape_cell, escape_md, fmt_num
+from viewer.play import api as play_api
 from viewer.play.plan_table import DATATYPES, HEADERS, TableError, json_rows, plan_json, plan_rows, rows_plan
+from viewer.sections import Page, Route, Section
 from viewer.summary import grade_panel
 from viewer.task_picker import TaskPicker, build_task_picker, wire_task_picker
 from viewer.task_view import task_brief
@@ -83,7 +85,7 @@ class PlaySection:
 
 # -- building --------------------------------------------------------------------------------------------------
 
-def build_play_section(ctx: AppContext) -> PlaySection:
+def build_play_section(ctx: AppContext, page: Page) -> PlaySection:
     with gr.Row(equal_height=False, elem_id="play-row"):
         with gr.Column(scale=4, min_width=300, elem_id="play-form"):
             picker = build_task_picker(ctx, default=DEFAULT_TASK, prefix="play-", task_elem_id="play-task")
@@ -325,9 +327,9 @@ def _owner(request: gr.Request | None) -> str:
     return getattr(request, "session_hash", None) or "anonymous"
 
 
-def wire_page_load(section: PlaySection, demo: gr.Blocks, tabs: gr.Tabs) -> None:
+def wire_page_load(section: PlaySection, page: Page, tab: gr.Tab) -> None:
     """`?tab=play` opens this tab."""
-    demo.load(open_if_linked, None, [tabs], api_visibility="private", show_progress="hidden", queue=False)
+    page.demo.load(open_if_linked, None, [page.tabs], api_visibility="private", show_progress="hidden", queue=False)
 
 
 def open_if_linked(request: gr.Request) -> Any:
@@ -335,4 +337,9 @@ def open_if_linked(request: gr.Request) -> Any:
     return gr.Tabs(selected="play") if query.get("tab") == "play" else gr.skip()
 
 
-__all__ = ["CSS", "PlaySection", "build_play_section", "wire_page_load"]
+SECTION = Section("Play", "play", CSS, build_play_section, wire_page_load, elem_id="play", routes=(
+    Route("play_start", play_api.play_start, concurrency_limit=None),
+    Route("play_check", play_api.play_check, concurrency_limit=None),
+    Route("play_submit", play_api.play_submit, concurrency_limit=None)))
+
+__all__ = ["CSS", "SECTION", "PlaySection", "build_play_section", "wire_page_load"]

@@ -29,8 +29,10 @@ from viewer.context import SERVER_CHOICES, AppContext
 from viewer.markdown import escape_md
 from viewer.models import DEFAULT_MODEL, MODEL_INFO, PRESETS, build_key_fields, typed_keys
 from viewer.rollout_panel import build_rollout_panel, draft
+from viewer.run import api as run_api
 from viewer.run.components import RunSection
 from viewer.run.stream import FormError, budget_notice, page_frames, replay_frame, start_episode
+from viewer.sections import Page, Route, Section
 from viewer.task_picker import build_task_picker, show_catalog, wire_task_picker
 from viewer.task_view import task_brief
 from viewer.visitors import visitor_of
@@ -59,7 +61,7 @@ SCROLL_TO_EPISODE = """() => { if (window.innerWidth < 768) {
 
 # -- building --------------------------------------------------------------------------------------------------
 
-def build_run_section(ctx: AppContext) -> RunSection:
+def build_run_section(ctx: AppContext, page: Page) -> RunSection:
     with gr.Row(equal_height=False, elem_id="run-row"):
         with gr.Column(scale=4, min_width=300, elem_id="run-form"):
             form = _build_form(ctx, DEFAULT_TASK)
@@ -303,13 +305,13 @@ def _brief(task: dict | None, task_id: str) -> str:
     return task_brief(task, broken=broken)
 
 
-def wire_page_load(section: RunSection, demo: gr.Blocks) -> None:
+def wire_page_load(section: RunSection, page: Page, tab: gr.Tab) -> None:
     """`?episode=<id>` re-attaches to that episode (running or finished), watching only."""
     watch = gr.Textbox(visible=False, elem_id="watch-episode")
-    loaded = demo.load(episode_link, None, [watch], api_visibility="private", show_progress="hidden", queue=False)
+    loaded = page.demo.load(episode_link, None, [watch], api_visibility="private", show_progress="hidden", queue=False)
     loaded.then(bind(attach_episode, section), [watch], section.frame_outputs, show_progress="hidden",
                 api_visibility="private")
-    demo.load(bind(show_budget, section), [section.model, section.max_turns, section.max_tokens],
+    page.demo.load(bind(show_budget, section), [section.model, section.max_turns, section.max_tokens],
               [section.budget_note], inputs_kwargs=section.key_fields, api_visibility="private",
               show_progress="hidden")
 
@@ -319,4 +321,7 @@ def episode_link(request: gr.Request) -> str:
     return (query.get("episode") or "").strip()
 
 
-__all__ = ["CSS", "RunSection", "attach_episode", "build_run_section", "wire_page_load"]
+SECTION = Section("Run", "run", CSS, build_run_section, wire_page_load, routes=(
+    Route("run", run_api.run, concurrency_limit=None), Route("rollout", run_api.rollout), Route("stop", run_api.stop)))
+
+__all__ = ["CSS", "SECTION", "RunSection", "attach_episode", "build_run_section", "wire_page_load"]
