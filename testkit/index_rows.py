@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from rollouts.index.format import INDEX_SCHEMA
+from rollouts.jsonio import read_json_lines
 from rollouts.layout import record_rel
 from rollouts.schema import index_row, model_name
 from testkit.records import MODELS, make_records
@@ -71,3 +72,16 @@ def write_index_folder(root: Path, table: pa.Table, *, writers: int = 2, fmt: st
                 path.write_text("".join(json.dumps(r) + "\n" for r in rows.to_pylist()), encoding="utf-8")
             written.append(path)
     return written
+
+
+def hub_index_rows(files: dict[str, bytes], tmp: Path) -> list[dict]:
+    """Every index row in the dataset, raw: each JSONL line and each Parquet row, nothing deduplicated."""
+    rows = []
+    for path, data in files.items():
+        if path.startswith("index/") and path.endswith(".jsonl"):
+            rows += read_json_lines(data)[0]
+        elif path.startswith("index/") and path.endswith(".parquet"):
+            local = tmp / path.replace("/", "_")
+            local.write_bytes(data)
+            rows += pq.read_table(local).to_pylist()
+    return rows

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from testkit.episodes import count, joined, play, types
 from testkit.peers import (
     AnthropicPeer,
     DieAfter,
@@ -17,7 +18,6 @@ from testkit.peers import (
     thinking_signature,
 )
 from testkit.tasks import naive_args, optimal_args, task
-from tests.agent_helpers import count, joined, play, types
 
 MODEL = "anthropic:claude-test"
 

@@ -10,10 +10,10 @@ import pytest
 from agent.providers.base import Interrupt, ToolCall
 from agent.providers.baseline import BaselinePlayer
 from berth_env import evaluate, grade, greedy_plan, load_pack, naive_plan
+from testkit.episodes import play, types
+from testkit.grid_checker import TOY_TASK_LINE
 from testkit.servers import berth_server, free_port
 from testkit.tasks import TASK_ID
-from tests.agent_helpers import play, types
-from tests.grader_helpers import TOY_TASK_LINE
 
 
 def test_greedy_plays_read_check_submit_and_scores_the_greedy_plan(env_url):

@@ -8,26 +8,17 @@ import threading
 import pytest
 
 from agent.providers.chat_completions import ThinkSplitter
+from testkit.episodes import count, joined, play, types
 from testkit.peers import ChatPeer, DieAfter, Error, Text, Thinking, ToolCall, Turn, Usage, always
 from testkit.tasks import naive_args, optimal_args
-from tests.agent_helpers import count, joined, play, types
 
 HF = "hf:org/planner"
 
 
-@pytest.fixture
-def peer(monkeypatch):
-    with ChatPeer() as peer:
-        monkeypatch.setenv("HF_ROUTER_URL", peer.url + "/v1")
-        monkeypatch.setenv("HF_TOKEN", "hf_test_token")
-        yield peer
-        assert not peer.problems
-
-
 @pytest.mark.parametrize("style", ["reasoning_content", "reasoning", "think_tags"])
-def test_reasoning_arrives_in_every_style_and_stays_out_of_the_text(peer, env_url, style):
+def test_reasoning_arrives_in_every_style_and_stays_out_of_the_text(router_peer, env_url, style):
     thought = "Ship 16 is unscheduled; keep it at the first free section."
-    peer.push(Turn(Thinking(thought), "Checking.", ToolCall("check_plan", naive_args()), chat_reasoning=style,
+    router_peer.push(Turn(Thinking(thought), "Checking.", ToolCall("check_plan", naive_args()), chat_reasoning=style,
                    usage=Usage(input_tokens=700, output_tokens=90)),
               Turn(ToolCall("submit_plan", optimal_args())))
     events, record = play(HF, env_url)
@@ -37,10 +28,10 @@ def test_reasoning_arrives_in_every_style_and_stays_out_of_the_text(peer, env_ur
     assert record["messages"][2]["reasoning"] == thought and record["messages"][2]["content"] == "Checking."
     assert count(events, "reasoning_delta") > 5  # token by token, not in one piece
     assert record["usage"]["input_tokens"] >= 700
-    first = peer.bodies[0]
+    first = router_peer.bodies[0]
     assert first["stream"] is True and first["stream_options"] == {"include_usage": True}
     assert first["model"] == "org/planner" and first["max_tokens"] == 24000
-    tool_message = peer.bodies[1]["messages"][-1]
+    tool_message = router_peer.bodies[1]["messages"][-1]
     assert tool_message["role"] == "tool" and tool_message["content"].endswith("[11 turns left]")
 
 
@@ -70,61 +61,61 @@ def test_a_429_is_waited_out_not_treated_as_a_rejection(env_url, monkeypatch):
     assert [e["kind"] for e in events if e["type"] == "note"] == ["retry"]
 
 
-def test_the_harness_caps_a_provider_that_ignores_max_tokens(peer, env_url):
-    peer.push(Turn(Text("ship 3 at section 9? "), endless=True, chunk=50),
+def test_the_harness_caps_a_provider_that_ignores_max_tokens(router_peer, env_url):
+    router_peer.push(Turn(Text("ship 3 at section 9? "), endless=True, chunk=50),
               Turn(ToolCall("submit_plan", optimal_args())))
     _events, record = play(HF, env_url, max_tokens=200)
     assert record["reward"] == 1.0
     assert record["messages"][2]["stop"] == "length (harness cap)"
     assert 1000 <= len(record["messages"][2]["content"]) <= 1000 + 50  # 5 characters per token
-    assert peer.requests[0].wait(5) and peer.requests[0].client_closed
+    assert router_peer.requests[0].wait(5) and router_peer.requests[0].client_closed
 
 
-def test_malformed_and_non_object_arguments_never_reach_the_server(peer, env_url):
-    peer.push(Turn(ToolCall("check_plan", '{"plan": [{"ship": 0, "berth_hour": }]}'),
+def test_malformed_and_non_object_arguments_never_reach_the_server(router_peer, env_url):
+    router_peer.push(Turn(ToolCall("check_plan", '{"plan": [{"ship": 0, "berth_hour": }]}'),
                    ToolCall("check_plan", '[1, 2, 3]')),
               Turn(ToolCall("submit_plan", optimal_args())))
     events, record = play(HF, env_url)
     assert record["reward"] == 1.0 and [s["tool"] for s in record["steps"]] == ["submit_plan"]
     errors = [e["error"] for e in events if e["type"] == "tool_call" and e["error"]]
     assert "not valid JSON" in errors[0] and "must be a JSON object" in errors[1]
-    replies = [m for m in peer.bodies[1]["messages"] if m["role"] == "tool"]
+    replies = [m for m in router_peer.bodies[1]["messages"] if m["role"] == "tool"]
     assert len(replies) == 2 and all("error" in json.loads(m["content"].split("\n\n[")[0]) for m in replies)
 
 
-def test_calls_after_the_submit_in_the_same_turn_are_told_the_episode_is_over(peer, env_url):
-    peer.push(Turn(ToolCall("submit_plan", optimal_args()), ToolCall("check_plan", naive_args())))
+def test_calls_after_the_submit_in_the_same_turn_are_told_the_episode_is_over(router_peer, env_url):
+    router_peer.push(Turn(ToolCall("submit_plan", optimal_args()), ToolCall("check_plan", naive_args())))
     events, record = play(HF, env_url)
     assert record["reward"] == 1.0 and len(record["steps"]) == 1
     last = [e for e in events if e["type"] == "tool_result"][-1]
     assert last["local"] and last["data"] == {"error": "the episode is over"}
 
 
-def test_tool_call_limit_ends_the_episode_with_zero(peer, env_url):
-    peer.push(Turn(*[ToolCall("get_situation", "{}") for _ in range(25)]))
+def test_tool_call_limit_ends_the_episode_with_zero(router_peer, env_url):
+    router_peer.push(Turn(*[ToolCall("get_situation", "{}") for _ in range(25)]))
     events, record = play(HF, env_url)
     assert record["end_reason"] == "tool_call_limit" and record["reward"] == 0.0
     results = [e for e in events if e["type"] == "tool_result"]
     assert results[23]["done"] and not results[23]["local"] and results[24]["local"]
 
 
-def test_last_turn_asks_for_a_submission(peer, env_url):
-    peer.push(Turn(ToolCall("get_situation", "{}")), Turn(ToolCall("submit_plan", optimal_args())))
+def test_last_turn_asks_for_a_submission(router_peer, env_url):
+    router_peer.push(Turn(ToolCall("get_situation", "{}")), Turn(ToolCall("submit_plan", optimal_args())))
     events, record = play(HF, env_url, max_turns=2)
     assert record["reward"] == 1.0
     assert [e["kind"] for e in events if e["type"] == "note"] == ["last_turn"]
-    assert "last turn" in peer.bodies[1]["messages"][-1]["content"]
+    assert "last turn" in router_peer.bodies[1]["messages"][-1]["content"]
 
 
-def test_running_out_of_turns_ends_as_turn_limit(peer, env_url):
-    peer.push(*[Turn(ToolCall("get_situation", "{}")) for _ in range(3)])
+def test_running_out_of_turns_ends_as_turn_limit(router_peer, env_url):
+    router_peer.push(*[Turn(ToolCall("get_situation", "{}")) for _ in range(3)])
     _events, record = play(HF, env_url, max_turns=3)
     assert record["end_reason"] == "turn_limit" and record["turns"] == 3 and record["reward"] == 0.0
 
 
-def test_stop_ends_a_streaming_turn_at_once_and_keeps_the_rollout(peer, env_url):
+def test_stop_ends_a_streaming_turn_at_once_and_keeps_the_rollout(router_peer, env_url):
     stop = threading.Event()
-    peer.push(Turn(ToolCall("get_situation", "{}")),
+    router_peer.push(Turn(ToolCall("get_situation", "{}")),
               Turn(Text("thinking about ship 4 " * 200), chunk=10, delay=0.02))
     events = []
     from agent.loop import stream_episode
@@ -137,17 +128,17 @@ def test_stop_ends_a_streaming_turn_at_once_and_keeps_the_rollout(peer, env_url)
     assert record["end_reason"] == "stopped" and record["turns"] == 1 and not record["errors"]
     assert count(events, "text_delta") < 20  # it did not wait for the 400-delta answer to finish
     assert [e["kind"] for e in events if e["type"] == "note"] == ["stopped"]
-    assert peer.requests[1].wait(5) and peer.requests[1].client_closed
+    assert router_peer.requests[1].wait(5) and router_peer.requests[1].client_closed
 
 
-def test_wall_clock_limit(peer, env_url):
-    peer.push(Turn(Text("slow " * 200), chunk=5, delay=0.05))
+def test_wall_clock_limit(router_peer, env_url):
+    router_peer.push(Turn(Text("slow " * 200), chunk=5, delay=0.05))
     _events, record = play(HF, env_url, wall_clock_s=1.0)
     assert record["end_reason"] == "wall_clock" and record["seconds"] < 5
 
 
-def test_dropped_stream_after_a_switch_is_an_error_not_a_hang(peer, env_url):
-    peer.push(DieAfter(3, turn=Turn(Text("partial answer that never ends"))))
+def test_dropped_stream_after_a_switch_is_an_error_not_a_hang(router_peer, env_url):
+    router_peer.push(DieAfter(3, turn=Turn(Text("partial answer that never ends"))))
     events, record = play(HF, env_url)
     assert record["end_reason"] == "error" and "APIConnectionError" in record["errors"][0]
     assert types(events)[-1] == "error"
@@ -180,13 +171,13 @@ def test_think_tags_split_across_chunks(chunks, text, reasoning):
     assert "".join(p for k, p in parts if k == "reasoning") == reasoning
 
 
-def test_a_length_finish_hands_the_reasoning_tail_back(peer, env_url):
+def test_a_length_finish_hands_the_reasoning_tail_back(router_peer, env_url):
     thought = "Ship 9 cannot take section 6 before hour 120 because " * 6
-    peer.push(Turn(Thinking(thought), stop="max_tokens"), Turn(ToolCall("submit_plan", optimal_args())))
+    router_peer.push(Turn(Thinking(thought), stop="max_tokens"), Turn(ToolCall("submit_plan", optimal_args())))
     events, record = play(HF, env_url)
     assert record["reward"] == 1.0 and record["messages"][2]["stop"] == "length"
     assert [e["kind"] for e in events if e["type"] == "note"] == ["cutoff"]
     # The cut-off turn's empty assistant message carries the notes; the nudge follows as the user.
-    assistant, nudge = peer.bodies[1]["messages"][-2:]
+    assistant, nudge = router_peer.bodies[1]["messages"][-2:]
     assert assistant["role"] == "assistant" and thought.strip()[-40:] in assistant["content"]
     assert nudge["role"] == "user" and "ran out of output tokens" in nudge["content"]

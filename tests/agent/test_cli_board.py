@@ -23,7 +23,7 @@ from rollouts import cli as rollouts_cli
 from rollouts.archive import Archive
 from rollouts.filters import Filters
 from rollouts.store import RolloutStore
-from tests.hand_records import age, feasible, hand_record, infeasible
+from testkit.hand_records import age, feasible, hand_record, infeasible
 
 ROOT = Path(__file__).resolve().parents[2]
 A, B = "anthropic:claude-sonnet-5-5", "baseline:greedy"

@@ -21,8 +21,8 @@ import pytest
 from batch.cli import main
 from rollouts.ratings import ANCHOR
 from rollouts.store import RolloutStore
+from testkit.hand_records import hand_record
 from tests.agent.test_cli_board import snapshot
-from tests.hand_records import hand_record
 
 X, GREEDY, LONER, HUMAN = "openai:gpt-x", "baseline:greedy", "anthropic:loner", "human"
 KEYS = ["model", "rating", "ci_low", "ci_high", "rank", "battles", "wins", "losses", "ties", "note"]

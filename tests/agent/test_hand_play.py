@@ -17,8 +17,8 @@ from berth_env.embedded import start_server
 from live.hand_play import PlayError, PlayRegistry, human_model
 from rollouts.schema import validate_record
 from rollouts.store import RolloutStore
-from tests.agent_helpers import TASK_ID
-from tests.board_helpers import board_of
+from testkit.boards import board_of
+from testkit.episodes import TASK_ID
 from viewer.play.plan_table import TableError, json_rows, plan_rows, rows_plan
 from viewer.replay import record_events
 

@@ -9,8 +9,8 @@ import json
 import pytest
 
 from agent.providers.base import scrub
+from testkit.episodes import play
 from testkit.peers import AnthropicPeer, ChatPeer, Error, ResponsesPeer, always
-from tests.agent_helpers import play
 
 OPENAI_KEY = "sk-proj-Fq3ZL0aT9mEwXc7VbN2yRk5HdJ8pUs4Gi6Oe1QlTz0WmQ7vZ"
 ANTHROPIC_KEY = "sk-ant-api03-Lm4Np7Qr0St3Uv6Wx9Yz2Ab5Cd8Ef1Gh4Ij7Kl0Mn3Op6Qr9St-K3fW"

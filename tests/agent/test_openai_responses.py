@@ -6,9 +6,9 @@ import json
 
 import pytest
 
+from testkit.episodes import joined, play, types
 from testkit.peers import ResponsesPeer, Thinking, ToolCall, Turn, Usage, encrypted_reasoning, rate_limited
 from testkit.tasks import naive_args, optimal_args, task
-from tests.agent_helpers import joined, play, types
 
 MODEL = "openai:gpt-test@high"
 

@@ -12,19 +12,19 @@ from pathlib import Path
 
 from batch.grid import grid_cells, task_ids
 from testkit.fakejobs import warm_spawn
+from testkit.index_rows import hub_index_rows
 from testkit.peers import ChatPeer, ToolCall, Turn, always
-from testkit.tasks import optimal_args
-from tests.sweep_helpers import (
+from testkit.sweeps import (
     REPO,
     SPACE,
     TOKEN,
-    hub_index_rows,
     interrupt,
     jobs_endpoint,
     leaks,
     state_file,
     sweep,
 )
+from testkit.tasks import optimal_args
 
 BASELINES = ["baseline:greedy", "baseline:naive"]
 

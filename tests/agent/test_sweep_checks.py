@@ -16,8 +16,8 @@ from batch.sweep_plan import SweepError, SweepPlan, job_secrets, parse_timeout, 
 from rollouts.prices import episode_usd
 from rollouts.store import RolloutStore
 from testkit.records import make_record
+from testkit.sweeps import REPO, SPACE, TOKEN, jobs_endpoint, sweep
 from testkit.tasks import TASK_ID
-from tests.sweep_helpers import REPO, SPACE, TOKEN, jobs_endpoint, sweep
 
 SONNET = "anthropic:claude-sonnet-5-5"
 

@@ -11,7 +11,7 @@ import json
 from huggingface_hub import HfApi
 
 from batch.sweep_plan import shard_run_args
-from tests.sweep_helpers import REPO, SPACE, TOKEN, interrupt, jobs_endpoint, sweep
+from testkit.sweeps import REPO, SPACE, TOKEN, interrupt, jobs_endpoint, sweep
 
 RUN = "sweep-owned"
 ATTACKER_IMAGE = "docker.io/attacker/arena:latest"

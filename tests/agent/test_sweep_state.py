@@ -15,7 +15,7 @@ from batch.sweep import Console, Sweep
 from batch.sweep_local import LocalShards
 from batch.sweep_plan import HF_JOBS, LOCAL, SweepError, SweepPlan, check_env_url, shard_run_args
 from batch.sweep_state import SweepState, SweepStateError, board_rel, in_folder, load_local, save_local
-from tests.sweep_helpers import sweep
+from testkit.sweeps import sweep
 
 TASKS = ["dock-a", "dock-b"]
 LIMITS = ["--max-turns", "12", "--max-tokens", "24000", "--wall-clock", "1800.0"]

@@ -17,8 +17,8 @@ from agent.limits import valid_task_id
 from berth_env import load_pack
 from catalog.task_api import TaskAPI, TaskAPIError, TaskTooLarge
 from catalog.tasks import CatalogError, remote_catalog, task_for
+from testkit.grid_checker import TOY_TASK_LINE
 from testkit.servers import berth_server, free_port
-from tests.grader_helpers import TOY_TASK_LINE
 
 TASK_ID = "dock-24B-w06x1-busy-0"
 

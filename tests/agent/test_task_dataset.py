@@ -21,7 +21,7 @@ from catalog.task_api import TaskAPI
 from catalog.task_dataset import TaskDataset, tasks_status, uninstall
 from catalog.tasks import embedded_catalog, filter_choices
 from testkit.fakehub import running_fakehub
-from tests.tasks_helpers import REPO, TRAIN_COUNT, TRAIN_TASK, published_dataset
+from testkit.task_hub import REPO, TRAIN_COUNT, TRAIN_TASK, published_dataset
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -183,7 +183,7 @@ def test_a_new_revision_replaces_the_served_tasks_and_its_old_pack(tmp_path, hub
 
 
 def test_a_file_that_is_not_parquet_keeps_the_bundled_tasks(tmp_path, hub):
-    from tests.browse_helpers import publish
+    from testkit.published import publish
 
     publish(hub.url, REPO, {"tasks/eval.parquet": b"not parquet", "tasks/train.parquet": b"PAR1 nor this"})
     status = loader(hub, tmp_path).load()
@@ -262,9 +262,9 @@ def test_an_oversized_row_is_left_out_and_named_like_a_broken_one_before_any_gra
                                                                                      caplog):
     """Before, a row of 10,240 ships was graded in-process with no bound (a start of 13-47 s instead of 7 s)."""
     import catalog.task_verdicts as verdicts_module
+    from testkit.published import publish
     from testkit.task_dataset import dataset_files, train_copies
-    from tests.browse_helpers import publish
-    from tests.tasks_helpers import TOKEN, bundled
+    from testkit.task_hub import TOKEN, bundled
 
     rows, too_large = oversized_rows()
     tasks = bundled()

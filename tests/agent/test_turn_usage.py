@@ -11,24 +11,15 @@ from genai_prices import Usage as PriceUsage
 from genai_prices import calc_price
 
 from rollouts.schema import index_row, record_problem
-from testkit.peers import ChatPeer, ToolCall, Turn, Usage
+from testkit.episodes import play
+from testkit.peers import ToolCall, Turn, Usage
 from testkit.tasks import naive_args, optimal_args
-from tests.agent_helpers import play
 
 MODEL = "hf:Qwen/Qwen3.8-27B:cerebras"
 
 
-@pytest.fixture
-def peer(monkeypatch):
-    with ChatPeer() as peer:
-        monkeypatch.setenv("HF_ROUTER_URL", peer.url + "/v1")
-        monkeypatch.setenv("HF_TOKEN", "hf_test_token")
-        yield peer
-        assert not peer.problems
-
-
-def test_each_turn_keeps_its_usage_and_the_figures_follow(peer, env_url):
-    peer.push(Turn(ToolCall("check_plan", json.dumps({"plan": "ship 1 goes first"})),
+def test_each_turn_keeps_its_usage_and_the_figures_follow(router_peer, env_url):
+    router_peer.push(Turn(ToolCall("check_plan", json.dumps({"plan": "ship 1 goes first"})),
                    usage=Usage(input_tokens=700, output_tokens=90)),
               Turn(ToolCall("check_plan", naive_args()), usage=Usage(input_tokens=900, output_tokens=40)),
               Turn(ToolCall("submit_plan", optimal_args()), usage=Usage(input_tokens=1100, output_tokens=30)))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from berth_env import check, grade, parse_plan, unavoidable_cost
-from tests.grader_helpers import TOY_PLAN_A, as_list, grid_check, plain_version, problem_categories, toy_task
+from testkit.grid_checker import TOY_PLAN_A, as_list, grid_check, plain_version, problem_categories, toy_task
 
 
 def with_changes(changes: dict[int, tuple[int, int, int]]) -> dict[int, tuple[int, int, int]]:

@@ -1,6 +1,6 @@
 """Properties of the grader over many generated plans (PORTSIM_SPEC §8.1).
 
-* An independent brute-force grid checker (tests/grader_helpers.py) agrees with `check` on feasibility, cost and
+* An independent brute-force grid checker (testkit/grid_checker.py) agrees with `check` on feasibility, cost and
   the set of ships with problems, over 160 perturbations of the optimum per sampled task.
 * No feasible perturbation of a proven optimum costs less than it, and the floor never exceeds a feasible cost.
 * Arbitrary JSON-like input never crashes the grader and never passes.
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from berth_env import canonical_plan, check, grade, load_pack, parse_plan, unavoidable_cost
 from berth_env.pack import BUNDLED_PACK
-from tests.grader_helpers import entries_of, grid_check, perturb, toy_task
+from testkit.grid_checker import entries_of, grid_check, perturb, toy_task
 
 SAMPLED = [
     "dock-24B-w06x1-busy-0",  # closures, an outage, an unscheduled call

@@ -15,7 +15,7 @@ import pytest
 
 from berth_env import PlanError, check, evaluate, grade, load_pack, parse_plan
 from berth_env.pack import BUNDLED_PACK
-from tests.grader_helpers import TOY_PLAN_A, as_list, toy_task
+from testkit.grid_checker import TOY_PLAN_A, as_list, toy_task
 
 
 def first_changed(**fields):

@@ -13,7 +13,7 @@ import pytest
 
 from berth_env import Pack, PackError, load_pack
 from berth_env.pack import BUNDLED_PACK
-from tests.grader_helpers import TOY_TASK_LINE
+from testkit.grid_checker import TOY_TASK_LINE
 
 EVAL_SHA = "9edea99e2b2730b9107574a8f6a437d910391493f776f123645af0c4ecfad882"
 

@@ -15,7 +15,7 @@ from berth_env import check, evaluate, grade, greedy_plan, load_pack, naive_plan
 from berth_env.baselines import published_plan, repair_plan, serial_plan
 from berth_env.grade import reward_and_quality
 from berth_env.pack import BUNDLED_PACK
-from tests.grader_helpers import as_list, entries_of, problem_categories
+from testkit.grid_checker import as_list, entries_of, problem_categories
 
 # task_id | ships | optimal_cost | naive_cost | floor (None: unknown; a tuple: either) | naive reward (None: unknown)
 EVAL_TABLE = [

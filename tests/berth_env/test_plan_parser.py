@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from berth_env import ParsedPlan, PlanError, canonical_plan, grade, parse_plan
 from berth_env.plan import fenced_content
-from tests.grader_helpers import TOY_PLAN_A, as_list, plain_version, toy_task
+from testkit.grid_checker import TOY_PLAN_A, as_list, plain_version, toy_task
 
 TOY_LIST = as_list(TOY_PLAN_A)
 

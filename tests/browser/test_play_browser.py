@@ -18,11 +18,11 @@ from playwright.sync_api import Page, expect
 from berth_env import load_pack
 from catalog.task_dataset import TaskDataset, tasks_status, uninstall
 from testkit.fakehub import running_fakehub
+from testkit.task_hub import REPO, TRAIN_COUNT, TRAIN_TASK, published_dataset
 from tests.app_fixtures import launched_app
 from tests.browser.conftest import ARTIFACTS, PHONE
 from tests.browser.conftest import DESKTOP as LAPTOP
 from tests.browser.run_page import assert_chart_fits
-from tests.tasks_helpers import REPO, TRAIN_COUNT, TRAIN_TASK, published_dataset
 
 pytestmark = pytest.mark.browser
 

@@ -20,8 +20,8 @@ from rollouts.schema import index_row
 from rollouts.sources import Loaded
 from rollouts.sources.local import LocalSource
 from rollouts.store import RolloutStore
+from testkit.boards import board_of
 from testkit.records import make_record, make_records
-from tests.board_helpers import board_of
 
 
 def table_of(records: list[dict]) -> pa.Table:

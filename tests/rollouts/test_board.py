@@ -11,7 +11,7 @@ import pytest
 from rollouts.board import BOOTSTRAP_MAX_EPISODES, BOOTSTRAP_RESAMPLES, aggregates, sort_board
 from rollouts.board_text import TERMINAL_COLUMNS, board_compact, board_markdown, board_notes
 from rollouts.sample_size import MIN_RANKED
-from tests.board_helpers import board_of, by_model
+from testkit.boards import board_of, by_model
 
 
 def row(model, task, reward, *, tier="busy", feasible=True, cost=100, optimal=100, submitted=True, tokens=10):

@@ -10,7 +10,7 @@ import pytest
 
 from rollouts.board import BOOTSTRAP_MAX_EPISODES, columns, sort_board
 from rollouts.board_text import board_json
-from tests.board_helpers import board_of, by_model
+from testkit.boards import board_of, by_model
 
 
 def row(model, reward, *, beat=None, checks=None, out=100, usd=None, task="t1"):

@@ -20,7 +20,7 @@ from rollouts.convergence import COLUMNS, check_cost_lists, column_quantiles, co
 from rollouts.filters import Filters
 from rollouts.schema import index_row
 from rollouts.store import RolloutStore
-from tests.hand_records import feasible, hand_record, infeasible
+from testkit.hand_records import feasible, hand_record, infeasible
 from viewer.convergence import convergence_figure
 
 ROWS = [{"model": "a", "check_costs": "[null,150,120]", "optimal_cost": 100, "naive_cost": 300},

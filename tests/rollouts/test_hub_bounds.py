@@ -11,8 +11,8 @@ from rollouts.sources import SourceError
 from rollouts.sources.hub import HubSource
 from rollouts.store import RolloutStore
 from testkit.fakehub import running_fakehub
+from testkit.published import folder_files, publish
 from testkit.records import make_records
-from tests.browse_helpers import folder_files, publish
 
 REPO = "team/bounded"
 

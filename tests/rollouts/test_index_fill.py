@@ -15,8 +15,8 @@ from rollouts.jsonio import append_line, json_line, rewrite_lines
 from rollouts.schema import COLUMNS, index_row
 from rollouts.sources.local import LocalSource
 from rollouts.store import RolloutStore
+from testkit.hand_records import NEW, age, feasible, hand_record, infeasible
 from testkit.records import make_records
-from tests.hand_records import NEW, age, feasible, hand_record, infeasible
 
 ROOT = Path(__file__).resolve().parents[2]
 DAY = "2026-11-25"

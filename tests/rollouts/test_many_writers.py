@@ -8,31 +8,17 @@ import os
 from itertools import pairwise
 from pathlib import Path
 
-import pyarrow.parquet as pq
 from huggingface_hub import CommitOperationAdd, HfApi
 from huggingface_hub.errors import HfHubHTTPError
 
-from rollouts.jsonio import read_json_lines
 from rollouts.sources.hub import HubSource
 from testkit.fakehub import running_fakehub
+from testkit.index_rows import hub_index_rows
 
 REPO = "arena/rollouts"
 TOKEN = "hf_test"
 WRITERS = 4
 PER_WRITER = 15
-
-def hub_index_rows(files: dict[str, bytes], tmp: Path) -> list[dict]:
-    """Every index row in the repo, raw: each JSONL line and each Parquet row, nothing deduplicated."""
-    rows = []
-    for path, data in files.items():
-        if path.startswith("index/") and path.endswith(".jsonl"):
-            rows += read_json_lines(data)[0]
-        elif path.startswith("index/") and path.endswith(".parquet"):
-            local = tmp / path.replace("/", "_")
-            local.write_bytes(data)
-            rows += pq.read_table(local).to_pylist()
-    return rows
-
 
 def test_a_stale_parent_commit_is_refused_with_412():
     with running_fakehub(token=TOKEN) as hub:

@@ -15,7 +15,7 @@ import pytest
 from rollouts.metrics import METRIC_COLUMNS, episode_metrics
 from rollouts.prices import episode_usd, price_table, served_by
 from rollouts.schema import COLUMNS, index_row, record_problem
-from tests.hand_records import feasible, hand_record, infeasible, plan_error
+from testkit.hand_records import feasible, hand_record, infeasible, plan_error
 
 
 def test_hand_records_follow_the_schema():

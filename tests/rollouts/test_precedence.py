@@ -16,8 +16,8 @@ from rollouts.sources.hub import HubSource
 from rollouts.store import RolloutStore
 from testkit.app import launched_app
 from testkit.fakehub import running_fakehub
+from testkit.published import folder_files, publish
 from testkit.records import make_record
-from tests.browse_helpers import folder_files, publish
 
 DAY = "2026-11-20"
 MODEL = "baseline:greedy"

@@ -19,7 +19,7 @@ from batch.cli_regrade import GRADER
 from berth_env import GRADER_VERSION, PlanError, evaluate, grade, load_pack
 from rollouts.store import RolloutStore
 from testkit.fakehub import running_fakehub
-from tests.browse_helpers import publish
+from testkit.published import publish
 
 ROOT = Path(__file__).resolve().parents[2]
 DAY = "2026-11-26"

@@ -19,8 +19,7 @@ from rollouts.sources.local import LocalSource
 from rollouts.sources.upstream import UpstreamSource, parquet_files, record_from_row, upstream_episode_id
 from rollouts.store import RolloutStore
 from testkit.fakehub import running_fakehub
-from testkit.records import make_record, make_records
-from tests.browse_helpers import (
+from testkit.published import (
     UPSTREAM_CARD,
     UPSTREAM_FILE,
     folder_files,
@@ -28,6 +27,7 @@ from tests.browse_helpers import (
     publish,
     upstream_table,
 )
+from testkit.records import make_record, make_records
 
 TOKEN = "hf_test_secret_token"
 

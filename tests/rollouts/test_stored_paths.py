@@ -20,8 +20,8 @@ from rollouts.sources.local import LocalSource
 from rollouts.store import RolloutStore
 from testkit import aio
 from testkit.fakehub import running_fakehub
+from testkit.published import folder_files, publish
 from testkit.records import make_record
-from tests.browse_helpers import folder_files, publish
 from viewer.browse.views import status_markdown
 from viewer.run import api
 from viewer.run.section import attach_episode

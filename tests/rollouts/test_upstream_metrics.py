@@ -8,8 +8,8 @@ import pytest
 from rollouts.prices import episode_usd
 from rollouts.sources.upstream import UpstreamSource
 from testkit.fakehub import running_fakehub
-from tests.browse_helpers import UPSTREAM_CARD, UPSTREAM_FILE, parquet_bytes, publish, upstream_table
-from tests.hand_records import feasible, hand_record, infeasible, plan_error
+from testkit.hand_records import feasible, hand_record, infeasible, plan_error
+from testkit.published import UPSTREAM_CARD, UPSTREAM_FILE, parquet_bytes, publish, upstream_table
 
 TOKEN = "hf_test_upstream"
 

@@ -17,8 +17,7 @@ from rollouts.sample_size import MIN_RANKED
 from rollouts.store import RolloutStore
 from testkit.app import launched_app
 from testkit.fakehub import running_fakehub
-from testkit.records import make_records
-from tests.browse_helpers import (
+from testkit.published import (
     UPSTREAM_CARD,
     UPSTREAM_FILE,
     folder_files,
@@ -26,6 +25,7 @@ from tests.browse_helpers import (
     publish,
     upstream_table,
 )
+from testkit.records import make_records
 
 TOKEN = "hf_browse_app_token"
 DATASET = "team/arena-rollouts"

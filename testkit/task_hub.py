@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 from berth_env import load_pack
 from berth_env.pack import base_pack
+from testkit.published import publish
 from testkit.task_dataset import as_train, dataset_files, task_row, train_copies
-from tests.browse_helpers import publish
 
 REPO = "FineEnvs/PortSimEnv"
 TOKEN = "hf_test"

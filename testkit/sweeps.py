@@ -12,13 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import huggingface_hub.constants
-import pyarrow.parquet as pq
 import pytest
 
 from batch import cli_sweep
 from batch.cli import build_parser
 from batch.sweep import Console
-from rollouts.jsonio import read_json_lines
 from testkit.fakehub import FakeHub
 from testkit.fakejobs import FakeJobs, running_jobs_hub, warm_spawn
 
@@ -63,19 +61,6 @@ def jobs_endpoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, warm_python: 
         monkeypatch.setenv("HF_ENDPOINT", hub.url)
         monkeypatch.setenv("HF_TOKEN", TOKEN)
         yield hub, jobs
-
-
-def hub_index_rows(files: dict[str, bytes], tmp: Path) -> list[dict]:
-    """Every index row in the dataset, raw: each JSONL line and each Parquet row, nothing deduplicated."""
-    rows = []
-    for path, data in files.items():
-        if path.startswith("index/") and path.endswith(".jsonl"):
-            rows += read_json_lines(data)[0]
-        elif path.startswith("index/") and path.endswith(".parquet"):
-            local = tmp / path.replace("/", "_")
-            local.write_bytes(data)
-            rows += pq.read_table(local).to_pylist()
-    return rows
 
 
 def state_file(folder: Path, run: str) -> dict:
