@@ -33,7 +33,7 @@ from tqdm import tqdm
 from agent.limits import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, DEFAULT_WALL_CLOCK_S
 from agent.providers.registry import MissingKey, parse_spec, playable, preload_and_freeze, provider_class
 from agent.spec import SpecError
-from batch import cli_board, cli_ratings, cli_regrade, cli_sweep, cli_tasks
+from batch import cli_board, cli_explain, cli_ratings, cli_regrade, cli_sweep, cli_tasks
 from batch.grid import check_run_name, describe_tasks, grid_cells, parse_shard, positive, task_ids
 from berth_env import TIERS
 from catalog.task_api import TaskAPIError
@@ -73,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--shard", type=parse_shard, metavar="K/N",
                      help="play only the K-th of N disjoint slices of the task x model grid (e.g. 2/4)")
     cli_board.add_parser(commands)
+    cli_explain.add_parser(commands)
     cli_ratings.add_parser(commands)
     cli_regrade.add_parser(commands)
     cli_tasks.add_parser(commands)
@@ -88,6 +89,8 @@ def main(argv: list[str] | None = None) -> int:
         return cli_tasks.main(args)
     if args.command == "board":
         return cli_board.main(args)
+    if args.command == "explain":
+        return cli_explain.main(args)
     if args.command == "ratings":
         return cli_ratings.main(args)
     if args.command == "regrade":
