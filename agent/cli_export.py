@@ -138,7 +138,8 @@ def _write(args: argparse.Namespace, root: Path, out: Path) -> Any:
     with tqdm(total=len(rows), unit="rollout", file=sys.stderr, disable=None, leave=False) as bar:
         counts = export(rows, archive.local.record, out, split_of=task_split, clean=_cleaner(), environment=environment,
                         settings=settings, progress=bar.update)
-    sources = [f"Hub dataset `{args.dataset}`" if args.dataset else f"rollout folder `{root}`"]
+    # A folder by its name alone: a card may go public, and where a machine keeps its files is nobody's business.
+    sources = [f"Hub dataset `{args.dataset}`" if args.dataset else f"a local rollout folder, `{root.resolve().name}`"]
     atomic_write(out / CARD, render(counts, settings, environment, sources).encode())
     if args.include_eval:
         print(f"warning: {counts.eval_included} rollouts of {EVAL_SPLIT} tasks are in the set", file=sys.stderr)

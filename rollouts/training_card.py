@@ -78,7 +78,6 @@ tasks = load_dataset("<this repo or folder>", "tasks", split="train")
 ## Sources and filters
 
 {sources}
-
 - eval tasks: {eval_rule}
 - rollouts whose task split is unknown: left out (they may be eval tasks)
 - `sft`: reward >= {min_reward}; `dpo`: reward gap >= {min_gap}

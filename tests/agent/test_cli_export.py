@@ -164,7 +164,8 @@ def test_an_export_loads_back_in_all_three_configs_without_eval_tasks_and_render
     written = b"".join(p.read_bytes() for p in out.rglob("*") if p.is_file())
     assert SECRET.encode() not in written and b"[redacted]" in written
     card = (out / "README.md").read_text()
-    assert f"rollout folder `{root}`" in card and "reward >= 0.45" in card and "gap >= 0.2" in card
+    assert f"a local rollout folder, `{root.name}`" in card and str(root.parent) not in card
+    assert "reward >= 0.45" in card and "gap >= 0.2" in card
     assert "| eval tasks, left out | 2 |" in card and "contains-eval-tasks" not in card
     assert "sft: 5 conversations, dpo: 3 pairs, tasks: 3" in capsys.readouterr().err
 
