@@ -59,8 +59,8 @@ training data in the layouts TRL documents (huggingface.co/docs/trl/dataset_form
   functions), for `SFTTrainer`. Tool results are the server's answers as recorded; the harness's "[N turns left]"
   line after each is not in the records.
 - `dpo`: preference pairs for `DPOTrainer`: `prompt` (system prompt and situation), `chosen` and `rejected` (the
-  rest of two rollouts of the same task that opened with the same prompt), `tools`. Ranked by reward and paired best
-  with worst while the gap is at least {min_gap}; each rollout is in one pair at most.
+  rest of two rollouts of the same task that opened with the same prompt), `tools`: as many pairs per task and
+  prompt as keep a reward gap of at least {min_gap}, each rollout in one pair at most.
 - `tasks`: the prompt-only manifest for GRPO and other online methods: each task the rollouts played, its `prompt`,
   `tools`, the OpenEnv environment (`env_name` {env_name}, server `env_url` {env_url}), `reward_version` and
   `prompt_version`, and what the rollouts scored on it. Reset the environment with `task_id` and score an episode

@@ -4,8 +4,8 @@
   one row per rollout whose reward is at least `min_reward`.
 - `dpo` (conversational preference, explicit prompt): `prompt` (the system prompt and the situation), `chosen` and
   `rejected` (the rest of two rollouts of the same task that opened with the same prompt), and `tools`. Within a
-  task and prompt the rollouts are ranked by reward and paired best with worst, next best with next worst, while
-  the gap is at least `min_gap`: each rollout is in one pair at most, so no episode weighs more than another.
+  task and prompt, as many pairs as keep a reward gap of at least `min_gap` (`preference_pairs`), each rollout in
+  one pair at most, so no episode weighs more than another.
 - `tasks` (prompt-only, for GRPO and other online methods): one row per task the rollouts played, its `prompt`
   and `tools`, and where to play it for a reward (the OpenEnv environment, its server, the reward and prompt
   versions), with what the rollouts scored on it.
@@ -155,14 +155,19 @@ def _write(folder: Path, config: str, lines: list[bytes]) -> int:
 
 
 def preference_pairs(played: list[_Played], min_gap: float) -> list[tuple[_Played, _Played]]:
-    """(chosen, rejected) pairs of one task and prompt: best with worst, inwards, while the gap holds."""
-    ranked = sorted(played, key=lambda p: (-p.reward, str(p.row.get("episode_id"))))
-    pairs = []
-    best, worst = 0, len(ranked) - 1
-    while best < worst and ranked[best].reward - ranked[worst].reward >= min_gap - 1e-12:
-        pairs.append((ranked[best], ranked[worst]))
-        best, worst = best + 1, worst - 1
-    return pairs
+    """(chosen, rejected) pairs of one task and prompt: as many as the gap allows, each rollout in one at most.
+
+    Ranked by reward, the k worst are paired in order with the k best (the worst with the k-th best, ..., the k-th
+    worst with the best), for the largest k whose every pair keeps the gap: no other pairing has more pairs (if any
+    k pairs keep the gap, these k do, each side being at least as far apart)."""
+    ranked = sorted(played, key=lambda p: (p.reward, str(p.row.get("episode_id"))))
+    n = len(ranked)
+
+    def keeps(k: int) -> bool:
+        return all(ranked[n - k + i].reward - ranked[i].reward >= min_gap - 1e-12 for i in range(k))
+
+    k = next((k for k in range(n // 2, 0, -1) if keeps(k)), 0)
+    return [(ranked[n - k + i], ranked[i]) for i in range(k)]
 
 
 def _read(row: Mapping[str, Any], fetch: Callable, counts: Counts) -> RecordView | None:

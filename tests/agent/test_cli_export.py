@@ -134,7 +134,10 @@ def test_an_export_loads_back_in_all_three_configs_without_eval_tasks_and_render
     assert any("closure" in (m.get("reasoning_content") or "") for m in planner["messages"])
     calls = {c["id"] for m in planner["messages"] for c in m.get("tool_calls") or []}
     assert {m["tool_call_id"] for m in planner["messages"] if m["role"] == "tool"} <= calls
-    assert len(dpo) == 3  # per task, best with worst while the gap holds: each rollout in one pair at most
+    # The first task's four rollouts (naive, greedy twice, the optimum) make two pairs, the other tasks one each.
+    assert len(dpo) == 4
+    sides = [pair[f"{side}_episode_id"] for pair in dpo for side in ("chosen", "rejected")]
+    assert len(sides) == len(set(sides))  # each rollout in one pair at most
     for pair in dpo:
         assert [m["role"] for m in pair["prompt"]] == ["system", "user"]
         assert pair["chosen"][0]["role"] == pair["rejected"][0]["role"] == "assistant"
@@ -167,7 +170,7 @@ def test_an_export_loads_back_in_all_three_configs_without_eval_tasks_and_render
     assert f"a local rollout folder, `{root.name}`" in card and str(root.parent) not in card
     assert "reward >= 0.45" in card and "gap >= 0.2" in card
     assert "| eval tasks, left out | 2 |" in card and "contains-eval-tasks" not in card
-    assert "sft: 5 conversations, dpo: 3 pairs, tasks: 3" in capsys.readouterr().err
+    assert "sft: 5 conversations, dpo: 4 pairs, tasks: 3" in capsys.readouterr().err
 
 
 def test_include_eval_keeps_eval_tasks_says_it_contaminates_the_board_and_marks_the_card(played, shell, tmp_path,
