@@ -222,7 +222,9 @@ def _push(out: Path, repo: str, token: str | None, *, private: bool, source: str
         if any(path.startswith((f"{RECORDS_DIR}/", f"{INDEX_DIR}/")) for path in held):
             print(f"error: {repo} holds rollouts: push the training set to a repo of its own", file=sys.stderr)
             return 2
+        # The configs' folders mirror this export: a config it has no rows for goes, as it went from the folder.
         commit = api.upload_folder(folder_path=out, repo_id=repo, repo_type="dataset",
+                                   delete_patterns=[f"{config}/*" for config in CONFIGS],
                                    commit_message=f"Training set from {source or 'a rollout folder'}")
     except Exception as exc:  # any Hub failure: one clear line, never a token
         print(f"error: could not push to {repo}: {_reason(exc)}", file=sys.stderr)

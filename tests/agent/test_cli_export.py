@@ -223,6 +223,12 @@ def test_a_push_goes_to_the_hub_and_a_hub_dataset_is_a_source(played, shell, tmp
             (pulled / path).write_bytes(data)
         assert len(load(pulled, "sft", tmp_path / "cache")) == 5
 
+        # Pushed again with no pair keeping the gap: the repo's dpo config goes with it, as from a folder.
+        assert export("--dir", str(root), "--to", "arena/train", "--min-reward", MIN_REWARD, "--min-gap", "1") == 0
+        again = hub.files("arena/train")
+        assert "dpo/train.jsonl" not in again and again["sft/train.jsonl"] == files["sft/train.jsonl"]
+        assert "config_name: dpo" not in again["README.md"].decode()
+
         before = dict(hub.files("arena/rollouts"))  # a repo of rollouts is never written over
         assert export("--dir", str(root), "--to", "arena/rollouts") == 2
         assert export("--dataset", "arena/rollouts", "--to", "arena/rollouts") == 2
