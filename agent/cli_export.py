@@ -132,10 +132,12 @@ def _write(args: argparse.Namespace, root: Path, out: Path) -> Any:
     serve_tasks()  # the catalog that says each task's split
     environment = _environment(args.env_url)
     archive = Archive.of_folder(root)
-    rows = archive.matching(Filters(), sort="started", descending=False).to_pylist()
+    # What a record is found by, oldest first; read batch by batch, so a million rows never sit as Python dicts.
+    found = archive.matching(Filters(), sort="started", descending=False).select(["episode_id", "path"])
+    rows = (row for batch in found.to_batches() for row in batch.to_pylist())
     settings = ExportSettings(min_reward=args.min_reward, min_gap=args.min_gap, include_eval=args.include_eval)
     out.mkdir(parents=True, exist_ok=True)
-    with tqdm(total=len(rows), unit="rollout", file=sys.stderr, disable=None, leave=False) as bar:
+    with tqdm(total=found.num_rows, unit="rollout", file=sys.stderr, disable=None, leave=False) as bar:
         counts = export(rows, archive.local.record, out, split_of=task_split, clean=_cleaner(), environment=environment,
                         settings=settings, progress=bar.update)
     # A folder by its name alone: a card may go public, and where a machine keeps its files is nobody's business.

@@ -25,13 +25,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import secrets
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rollouts.conversations import conversation, opening
-from rollouts.jsonio import atomic_write, encode_record
+from rollouts.jsonio import encode_record, fsync_dir
 from rollouts.record_view import RecordView
 from rollouts.sources import SourceError
 
@@ -105,53 +107,90 @@ def export(rows: Iterable[Mapping[str, Any]], fetch: Callable[[Mapping[str, Any]
            *, split_of: Callable[[RecordView], str | None], clean: Callable[[Any], Any], environment: Environment,
            settings: ExportSettings = ExportSettings(), progress: Callable[[int], None] | None = None) -> Counts:
     """Write the three configs' data files into `folder` from the rollouts of `rows` (index rows; `fetch` gives a
-    row's record, raising OSError, ValueError or SourceError for one that cannot be read). `progress(n)`: n more records read.
-    The card is the caller's (rollouts.training_card), written from the counts returned."""
+    row's record, raising OSError, ValueError or SourceError for one that cannot be read). `progress(n)`: n more
+    records read. The card is the caller's (rollouts.training_card), written from the counts returned."""
     counts = Counts()
     groups: dict[tuple[str, str], list[_Played]] = {}
     tasks: dict[str, _Task] = {}
-    sft: list[bytes] = []
-    for row in rows:
-        view = _read(row, fetch, counts)
-        if progress is not None:
-            progress(1)
-        if view is None:
-            continue
-        split = split_of(view)
-        if not _allowed(split, settings, counts):
-            continue
-        messages = conversation(view.record)
-        prompt, completion = opening(messages)
-        if not prompt or not completion:
-            counts.no_conversation += 1
-            continue
-        counts.models[view.model] = counts.models.get(view.model, 0) + 1
-        counts.splits[str(split)] = counts.splits.get(str(split), 0) + 1
-        counts.eval_included += split == EVAL_SPLIT
-        task = tasks.setdefault(view.task_id, _Task(view.task_id, str(split), prompt, view.task,
-                                                    str(view.get("env_url") or "")))
-        task.rewards.append(view.reward)
-        groups.setdefault((view.task_id, _digest(prompt)), []).append(_Played(row, view.reward, view.model))
-        if view.reward >= settings.min_reward:
-            sft.append(_line(clean(_sft_row(view, messages, environment, str(split)))))
-        else:
-            counts.below_min_reward += 1
-    counts.sft = _write(folder, "sft", sft)
-    pairs = [pair for group in groups.values() for pair in preference_pairs(group, settings.min_gap)]
-    counts.dpo = _write(folder, "dpo", [_line(clean(row)) for row in _dpo_rows(pairs, fetch, environment, tasks)])
-    counts.tasks = _write(folder, "tasks", [_line(clean(_task_row(task, environment))) for task in tasks.values()])
+    files = {config: _ConfigFile(folder, config) for config in CONFIGS}
+    try:
+        for row in rows:
+            view = _read(row, fetch, counts)
+            if progress is not None:
+                progress(1)
+            if view is not None:
+                _take(view, row, split_of(view), files["sft"], groups, tasks, counts, clean, environment, settings)
+        pairs = [pair for group in groups.values() for pair in preference_pairs(group, settings.min_gap)]
+        for pair in _dpo_rows(pairs, fetch, environment, tasks):
+            files["dpo"].add(clean(pair))
+        for task in tasks.values():
+            files["tasks"].add(clean(_task_row(task, environment)))
+    except BaseException:
+        for file in files.values():
+            file.discard()
+        raise
+    counts.sft, counts.dpo, counts.tasks = (files[config].close() for config in CONFIGS)
     return counts
 
 
-def _write(folder: Path, config: str, lines: list[bytes]) -> int:
-    """A config's data file; none for a config without rows (`datasets` cannot load an empty split), and an earlier
-    export's file is removed then, so the folder never shows rows this export did not keep."""
-    path = folder / data_rel(config)
-    if lines:
-        atomic_write(path, b"".join(lines))
+def _take(view: RecordView, row: Mapping[str, Any], split: str | None, sft: _ConfigFile,
+          groups: dict[tuple[str, str], list[_Played]], tasks: dict[str, _Task], counts: Counts,
+          clean: Callable[[Any], Any], environment: Environment, settings: ExportSettings) -> None:
+    """One rollout read: left out (and counted why), or its `sft` row written and its place in the pairs and the
+    manifest kept."""
+    if not _allowed(split, settings, counts):
+        return
+    messages = conversation(view.record)
+    prompt, completion = opening(messages)
+    if not prompt or not completion:
+        counts.no_conversation += 1
+        return
+    counts.models[view.model] = counts.models.get(view.model, 0) + 1
+    counts.splits[str(split)] = counts.splits.get(str(split), 0) + 1
+    counts.eval_included += split == EVAL_SPLIT
+    task = tasks.setdefault(view.task_id, _Task(view.task_id, str(split), prompt, view.task,
+                                                str(view.get("env_url") or "")))
+    task.rewards.append(view.reward)
+    groups.setdefault((view.task_id, _digest(prompt)), []).append(_Played(row, view.reward, view.model))
+    if view.reward >= settings.min_reward:
+        sft.add(clean(_sft_row(view, messages, environment, str(split))))
     else:
-        path.unlink(missing_ok=True)
-    return len(lines)
+        counts.below_min_reward += 1
+
+
+class _ConfigFile:
+    """One config's data file, written line by line beside its place and moved in whole when closed, so a reader
+    (or a crash) sees the earlier file or this one; none for a config without rows (`datasets` cannot load an empty
+    split), an earlier export's file removed then, so the folder never shows rows this export did not keep."""
+
+    def __init__(self, folder: Path, config: str) -> None:
+        self.path = folder / data_rel(config)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.tmp = self.path.parent / f".{self.path.name}.{secrets.token_hex(4)}.tmp"
+        self.file = open(self.tmp, "xb")  # noqa: SIM115 - closed by close() or discard()
+        self.rows = 0
+
+    def add(self, row: dict) -> None:
+        self.file.write(encode_record(row) + b"\n")
+        self.rows += 1
+
+    def close(self) -> int:
+        self.file.flush()
+        os.fsync(self.file.fileno())
+        self.file.close()
+        if self.rows:
+            os.replace(self.tmp, self.path)
+        else:
+            self.tmp.unlink()
+            self.path.unlink(missing_ok=True)
+            if not any(self.path.parent.iterdir()):
+                self.path.parent.rmdir()
+        fsync_dir(self.path.parent.parent)
+        return self.rows
+
+    def discard(self) -> None:
+        self.file.close()
+        self.tmp.unlink(missing_ok=True)
 
 
 def preference_pairs(played: list[_Played], min_gap: float) -> list[tuple[_Played, _Played]]:
@@ -192,10 +231,6 @@ def _allowed(split: str | None, settings: ExportSettings, counts: Counts) -> boo
 
 def _digest(prompt: list[dict]) -> str:
     return hashlib.sha256(json.dumps(prompt, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
-
-
-def _line(row: dict) -> bytes:
-    return encode_record(row) + b"\n"
 
 
 def _about(view: RecordView, split: str) -> dict:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -164,6 +165,7 @@ def test_an_export_loads_back_in_all_three_configs_without_eval_tasks_and_render
                                              add_generation_prompt=True).endswith("<|assistant|>")
 
     # The secret the model wrote is scrubbed from every file; the card states sources, filters and counts.
+    assert not [p for p in out.rglob(".*")]  # no file half-written left behind
     written = b"".join(p.read_bytes() for p in out.rglob("*") if p.is_file())
     assert SECRET.encode() not in written and b"[redacted]" in written
     card = (out / "README.md").read_text()
@@ -251,3 +253,17 @@ def test_mistakes_are_said_before_anything_is_read_or_written(played, shell, tmp
     assert "needs HF_TOKEN" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         export("--dir", str(root), "--out", str(tmp_path / "y"), "--min-reward", "2")
+
+
+def test_a_damaged_record_is_counted_and_left_out_and_the_rest_is_exported(played, shell, tmp_path):
+    root, records = played
+    copy = tmp_path / "rollouts"
+    shutil.copytree(root, copy)
+    damaged = next(p for p in copy.glob("rollouts/*/*.json") if p.stem == records[0]["episode_id"])
+    damaged.write_text('{"episode_id": "')
+    out = tmp_path / "set"
+    assert export("--dir", str(copy), "--out", str(out), "--min-reward", MIN_REWARD) == 0
+    sft = load(out, "sft", tmp_path / "cache")
+    assert records[0]["episode_id"] not in {row["episode_id"] for row in sft} and len(sft) == 4
+    assert "| unreadable, left out | 1 |" in (out / "README.md").read_text()
+    assert damaged.read_text() == '{"episode_id": "'  # the source is never changed
