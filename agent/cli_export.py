@@ -83,7 +83,11 @@ def main(args: argparse.Namespace) -> int:
                   file=sys.stderr)
             return 2
         out = args.out or Path(scratch) / "export"
-        counts = _write(args, root, out)
+        try:
+            counts = _write(args, root, out)
+        except CannotExport as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
         print(f"sft: {counts.sft} conversations, dpo: {counts.dpo} pairs, tasks: {counts.tasks} "
               f"(read {counts.read}; left out: {counts.eval_left_out} eval, {counts.unknown_split_left_out} of an "
               f"unknown split, {counts.unreadable} unreadable)", file=sys.stderr)
@@ -162,23 +166,27 @@ def task_split(view: Any) -> str | None:
 
 def _environment(env_url: str | None) -> Any:
     """The tools the server lists (as JSON-schema functions) and where a `tasks` row is played."""
-    from agent.session import EnvSession
+    from agent.session import EnvError, EnvSession
     from agent.tasks import PUBLIC_SERVER
     from berth_env import GRADER_VERSION
     from berth_env.server import ENV_NAME, PROMPT_VERSION
     from rollouts.conversations import tool_schemas
     from rollouts.training_sets import Environment
 
-    if env_url is None:
-        from berth_env.embedded import embedded_url
-
-        session = EnvSession(embedded_url())
-    else:
-        session = EnvSession(env_url)
     try:
-        tools = tool_schemas(session.tools())
-    finally:
-        session.close()
+        if env_url is None:
+            from berth_env.embedded import embedded_url
+
+            session = EnvSession(embedded_url())
+        else:
+            session = EnvSession(env_url)  # its URL as the session cleaned it: no userinfo reaches the card
+            env_url = session.url
+        try:
+            tools = tool_schemas(session.tools())
+        finally:
+            session.close()
+    except (EnvError, ValueError, OSError) as exc:
+        raise CannotExport(f"cannot list the tools of {env_url or 'the embedded server'}: {_reason(exc)}") from None
     return Environment(tools=tools, env_name=ENV_NAME, env_url=env_url or PUBLIC_SERVER,
                        reward_version=GRADER_VERSION, prompt_version=PROMPT_VERSION)
 
@@ -252,4 +260,8 @@ def _unit(text: str) -> float:
     return value
 
 
-__all__ = ["add_parser", "main", "task_split"]
+class CannotExport(Exception):
+    """The export cannot be made as asked (its server out of reach); the message says why."""
+
+
+__all__ = ["CannotExport", "add_parser", "main", "task_split"]

@@ -20,6 +20,7 @@ from berth_env.pack import base_pack, set_runtime_packs, write_pack
 from rollouts.store import RolloutStore
 from testkit.fakehub import running_fakehub
 from testkit.peers import ChatPeer, Text, Thinking, ToolCall, Turn
+from testkit.servers import free_port
 from testkit.task_dataset import as_train
 from testkit.tasks import optimal_args
 from tests.browse_helpers import folder_files, publish
@@ -248,6 +249,9 @@ def test_mistakes_are_said_before_anything_is_read_or_written(played, shell, tmp
     assert "notes.txt" in capsys.readouterr().err and [p.name for p in busy.iterdir()] == ["notes.txt"]
     assert export("--dir", str(tmp_path / "none"), "--out", str(tmp_path / "x")) == 2
     assert "no rollouts in" in capsys.readouterr().err
+    port = free_port()
+    assert export("--dir", str(root), "--out", str(tmp_path / "z"), "--env-url", f"http://127.0.0.1:{port}") == 1
+    assert f"cannot list the tools of http://127.0.0.1:{port}" in capsys.readouterr().err
     shell.delenv("HF_TOKEN")
     assert export("--dir", str(root), "--to", "arena/train") == 2
     assert "needs HF_TOKEN" in capsys.readouterr().err
