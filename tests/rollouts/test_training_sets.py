@@ -10,7 +10,7 @@ import random
 import pytest
 
 from rollouts.conversations import conversation, opening, tool_schemas
-from rollouts.training_sets import _Played, preference_pairs
+from rollouts.training_sets import Environment, ExportSettings, _Played, export, preference_pairs
 from testkit.records import make_records
 
 ROLES = {"system", "user", "assistant", "tool"}
@@ -100,3 +100,27 @@ def test_preference_pairs_are_as_many_as_brute_force_finds_each_keeping_the_gap_
         assert all(chosen.reward - rejected.reward >= gap - 1e-12 for chosen, rejected in pairs)
         sides = [p.row["episode_id"] for pair in pairs for p in pair]
         assert len(sides) == len(set(sides))
+
+
+def test_export_reads_each_row_once_says_so_to_progress_and_counts_what_it_leaves_out(records, tmp_path):
+    by_id = {r["episode_id"]: r for r in records[:60]}
+    rows = [{"episode_id": episode_id} for episode_id in by_id] + [{"episode_id": "gone"}]
+    seen: list[int] = []
+    splits = {r["task_id"]: split for r, split in zip(by_id.values(), itertools.cycle(["train", "eval", None]))}
+
+    def fetch(row: dict) -> dict:
+        if row["episode_id"] not in by_id:
+            raise FileNotFoundError(row["episode_id"])
+        return by_id[row["episode_id"]]
+
+    environment = Environment(tools=tool_schemas([{"name": "check_plan", "input_schema": {}}]), env_name="e",
+                              env_url="u", reward_version=1, prompt_version=1)
+    counts = export(rows, fetch, tmp_path, split_of=lambda view: splits[view.task_id], clean=lambda value: value,
+                    environment=environment, settings=ExportSettings(min_reward=0.5), progress=seen.append)
+    assert sum(seen) == len(rows) == counts.read and counts.unreadable == 1
+    kept = [r for r in by_id.values() if splits[r["task_id"]] == "train"]
+    assert counts.eval_left_out == sum(splits[r["task_id"]] == "eval" for r in by_id.values())
+    assert counts.unknown_split_left_out == sum(splits[r["task_id"]] is None for r in by_id.values())
+    assert sum(counts.splits.values()) + counts.no_conversation == len(kept)
+    written = [json.loads(line) for line in (tmp_path / "sft" / "train.jsonl").read_text().splitlines()]
+    assert {row["episode_id"] for row in written} == {r["episode_id"] for r in kept if r["reward"] >= 0.5}
