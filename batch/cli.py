@@ -1,8 +1,10 @@
 """Batch runs: `python -m agent run --model SPEC ... (--task ID ... | --split eval [--tier T] [--limit N])`; the board, the
 arena ratings and regrading of stored rollouts are `python -m agent board` (batch/cli_board.py), `python -m agent
 ratings` (batch/cli_ratings.py) and `python -m agent regrade` (batch/cli_regrade.py); the tasks offered, `python -m
-agent tasks` (batch/cli_tasks.py). Commands that play or grade tasks load the tasks dataset first (TASKS_DATASET:
-every dock-v1 task; offline, the bundled eval tasks).
+agent tasks` (batch/cli_tasks.py); a rollout's gap to the optimum ship by ship, `python -m agent explain`
+(batch/cli_explain.py); training sets from stored rollouts, `python -m agent export` (batch/cli_export.py).
+Commands that play or grade tasks load the tasks dataset first (TASKS_DATASET: every dock-v1 task; offline, the
+bundled eval tasks).
 
 One thread pool per model, so a slow model never holds the workers a fast one needs. Every finished rollout goes
 through the rollout store (the dataset layout in ROLLOUT_DIR; pushed to the Hub with --dataset). A rerun resumes:
@@ -33,7 +35,7 @@ from tqdm import tqdm
 from agent.limits import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, DEFAULT_WALL_CLOCK_S
 from agent.providers.registry import MissingKey, parse_spec, playable, preload_and_freeze, provider_class
 from agent.spec import SpecError
-from batch import cli_board, cli_explain, cli_ratings, cli_regrade, cli_sweep, cli_tasks
+from batch import cli_board, cli_explain, cli_export, cli_ratings, cli_regrade, cli_sweep, cli_tasks
 from batch.grid import check_run_name, describe_tasks, grid_cells, parse_shard, positive, task_ids
 from berth_env import TIERS
 from catalog.task_api import TaskAPIError
@@ -78,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_regrade.add_parser(commands)
     cli_tasks.add_parser(commands)
     cli_sweep.add_parser(commands)
+    cli_export.add_parser(commands)
     return parser
 
 
@@ -97,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
         return cli_regrade.main(args)
     if args.command == "sweep":
         return cli_sweep.main(args)
+    if args.command == "export":
+        return cli_export.main(args)
     try:
         for spec in args.model:
             check_model(spec)

@@ -82,9 +82,9 @@ def trace_messages(record: Mapping[str, Any]) -> list[dict]:
             continue
         role = message["role"]
         opening = opening and role != "assistant"
-        line: dict[str, Any] = {"role": role, "content": _text(message.get("content"))}
+        line: dict[str, Any] = {"role": role, "content": message_text(message.get("content"))}
         if role == "assistant":
-            reasoning = _text(message.get("reasoning"))
+            reasoning = message_text(message.get("reasoning"))
             if reasoning:
                 line["reasoningContent"] = reasoning
             calls = message.get("tool_calls") if isinstance(message.get("tool_calls"), list) else []
@@ -101,8 +101,9 @@ def trace_messages(record: Mapping[str, Any]) -> list[dict]:
     return out
 
 
-def _text(value: Any) -> str:
-    """A message part as the format's text: content blocks joined by their text; anything else as its JSON."""
+def message_text(value: Any) -> str:
+    """A message part as text (a trace's and rollouts.conversations'): content blocks joined by their text; anything
+    else as its JSON."""
     if value is None:
         return ""
     if isinstance(value, str):
