@@ -9,6 +9,8 @@ file and rewriting the JSONL leaves it in both, and after that an annotation or 
 So the JSONL copy wins: files are taken JSONL first, then Parquet, each form in path order, and within a file the
 first row counts. `in_precedence` orders files so, `first_per_episode` keeps the first row of each episode in a
 table read in that order, and `PRECEDENCE_SQL` is the same order for a query that sees many files' rows at once.
+Between sources the order is SOURCES (an episode in several is the first source's row), which lives here, below
+both the engine that applies it and the sources (rollouts.sources) that feed it.
 
 **The row-path rule.** A row whose `path` is not the record path of its own episode id
 (`rollouts/<YYYY-MM-DD>/<episode_id>.json`) is left out and counted: a planted row must never make a reader open
@@ -36,6 +38,10 @@ log = logging.getLogger(__name__)
 ARROW_TYPES: dict[type, pa.DataType] = {str: pa.string(), int: pa.int64(), float: pa.float64(), bool: pa.bool_()}
 INDEX_SCHEMA = pa.schema([(name, ARROW_TYPES[kind]) for name, kind in COLUMNS.items()])
 FORMS = (".jsonl", ".parquet")  # in precedence order
+# Every source's name, in precedence order: an episode found in several is the first one's row; a row of the local
+# folder that is also on the Hub is labelled `local+hub` (the labels Browse's `source` column and filter take).
+SOURCES = ("local", "hub", "upstream")
+SOURCE_LABELS = ("local", "local+hub", "hub", "upstream")
 INDEX_FILE_GLOBS = tuple(f"{INDEX_DIR}/*/*{suffix}" for suffix in FORMS)
 # Both anchored: Arrow's and DuckDB's regex functions search unless told to match the whole text.
 _PATH = f"^{RECORD_PATH_PATTERN}$"
