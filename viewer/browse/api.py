@@ -13,16 +13,15 @@ from collections.abc import Callable
 from typing import Any
 
 import gradio as gr
+import pyarrow as pa
 
+from rollouts import schema
 from rollouts.archive import REMOTE_WAIT_S, RolloutNotFound
 from rollouts.board_text import board_json
 from rollouts.filters import FILTERS, PAGE_SIZE, SORTABLE, Filters
 from rollouts.sources import SourceError
 from viewer.context import AppContext
 
-API_COLUMNS = ["episode_id", "started", "model", "model_name", "task_id", "difficulty", "quay", "num_ships", "reward",
-               "submitted", "feasible", "cost", "optimal_cost", "naive_cost", "turns", "checks", "seconds",
-               "input_tokens", "output_tokens", "end_reason", "errors", "run", "played_in", "source"]
 MAX_PAGE_SIZE = 500
 # A filter's parameter as a script sends it: text for choices, days and yes/no, a number for a bound.
 _PARAMETER = {"at_least": (float | None, None), "at_most": (float | None, None), "yes_no": (str, "any")}
@@ -71,7 +70,7 @@ def browse_rollouts(ctx: AppContext, filters: Filters, sort: str = "started", de
     rows, matched, page_used, pages = archive.query(filters, sort=sort, descending=bool(descending),
                                                     page=_int(page, 1), size=size)
     return {"total": matched, "page": page_used, "pages": pages, "page_size": size,
-            "problems": list(filters.problems), "rows": _plain(rows.select(API_COLUMNS).to_pylist()),
+            "problems": list(filters.problems), "rows": _plain(_api_rows(rows)),
             "sources": [{"name": s.name, "label": s.label, "rows": s.rows, "error": s.error, "note": s.note,
                          "loading": s.loading, "skipped": s.skipped} for s in archive.statuses()]}
 
@@ -94,6 +93,13 @@ def browse_record(ctx: AppContext, episode_id: str) -> dict:
     except (RolloutNotFound, SourceError) as exc:
         raise gr.Error(str(exc)) from None
     return {**record, "browse_source": row.get("source")}
+
+
+def _api_rows(rows: pa.Table) -> list[dict]:
+    """Index rows under the API's keys, the columns rollouts.schema.BROWSE_COLUMNS gives it (read at call time)."""
+    named = {column: c.api_name(column) for column, c in schema.BROWSE_COLUMNS.items()}
+    kept = [column for column, name in named.items() if name is not None]
+    return rows.select(kept).rename_columns([named[column] for column in kept]).to_pylist()
 
 
 def _plain(rows: list[dict]) -> list[dict]:
