@@ -30,7 +30,9 @@ A, B = "anthropic:claude-sonnet-5-5", "baseline:greedy"
 # The keys of `--json`, in order, the same as Browse's `/browse_leaderboard` gives (README "The leaderboard").
 JSON_KEYS = ["model", "n", "mean_reward", "ci_low", "ci_high", "arena", "arena_low", "arena_high", "arena_rank",
              "arena_note", "mean_standard", "mean_busy", "mean_storm", "mean_extreme", "beat_naive_pct",
-             "beat_naive_low", "beat_naive_high", "feasible_pct", "optimal_pct", "no_submit",
+             "beat_naive_low", "beat_naive_high", "feasible_pct", "optimal_pct",
+             *(f"pass{k}_feasible_pct" for k in (1, 2, 3, 4)), *(f"pass{k}_within10_pct" for k in (1, 2, 3, 4)),
+             *(f"pass{k}_tasks" for k in (1, 2, 3, 4)), "no_submit",
              "median_checks_to_feasible", "mean_output_tokens", "usd_per_episode", "reward_per_usd",
              "reward_per_usd_low", "reward_per_usd_high", "median_seconds", "median_tokens", "feasible_check_pct"]
 
@@ -134,7 +136,7 @@ def test_the_default_board_is_compact_and_fits_a_100_column_terminal(folder, cap
     line_a = next(line for line in out.splitlines() if line.startswith(A))
     assert line_a.split()[1:3] == ["3", "0.600"] and "$" not in out.split("\n\n")[0]
     assert "- (" not in out and "(---)" not in out
-    assert "every figure (tokens, checks, dollars and the intervals of each): --wide" in out
+    assert "every figure (tokens, checks, dollars, pass^k and the intervals of each): --wide" in out
     assert main(["board", "--dir", str(folder), "--run", "r2"]) == 0
     single = capsys.readouterr().out
     assert f"{A}  1  0.000 (n too small)" in single  # a's one episode of run r2, which scored 0 and "n too small: no interval from fewer than 2 episodes." in single
