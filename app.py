@@ -26,6 +26,7 @@ from fastapi import FastAPI
 from viewer import gradio_sessions, rollout_panel, task_picker
 from viewer.arena import api as arena_api
 from viewer.arena import section as arena
+from viewer.board_routes import BoardFiles
 from viewer.browse import api as browse_api
 from viewer.browse import section as browse
 from viewer.context import AppContext, Settings
@@ -126,6 +127,7 @@ def serve(demo: gr.Blocks, ctx: AppContext, **options: Any) -> FastAPI:
     server = FastAPI(lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     server.state.share_pages = pages
     server.include_router(pages.router)
+    server.include_router(BoardFiles(ctx).router)  # /board.json, /board.csv
     server.add_middleware(RemoveWhenServed, downloads=ctx.downloads)  # a download goes once fetched
     demo.queue(default_concurrency_limit=8, max_size=128)
     # As launch() would on a Space: the app installable there (a manifest and icons), not elsewhere.

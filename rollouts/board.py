@@ -3,7 +3,8 @@ index rows, with the intervals a reader needs to trust a difference; and the tas
 
 - FIGURES is every column of the board and how each door shows it (`Figure`): Browse's table, its API, the CLI's
   Markdown, compact table and JSON are all made from it.
-- The point figures come from one SQL query over the engine's `rollouts` view (each aggregate figure's `sql`); the
+- The point figures come from one SQL query over the engine's `rollouts` view (each aggregate figure's `sql`, over
+  a model's rows, or over its tries per task, TASK_COUNTS, for pass^k); the
   arena's figures are the model's rating (rollouts.ratings), joined by `with_ratings` (the archive passes them).
 - The intervals come from one function, `intervals`: a seeded percentile bootstrap over a model's episodes (rows
   in the view's order, so the same rows give the same interval wherever the board is drawn), and past
@@ -140,6 +141,17 @@ INTERVALS = ("ci_low", "ci_high", "beat_naive_low", "beat_naive_high", "reward_p
 def aggregates() -> list[Figure]:
     """The figures one query computes (read at call time, so a figure added to FIGURES counts at once)."""
     return [f for f in FIGURES if f.sql is not None]
+
+
+def figure_kinds(figures: Sequence[Figure] | None = None) -> dict[str, type]:
+    """Each column of the board's JSON objects (rollouts.board_text.board_json) -> its type, for these figures
+    (default: every one): the model, each figure (int for counts, str for text, float otherwise), its interval's
+    columns (float). The flat files and the dataset card's `boards` config are typed by it."""
+    kinds: dict[str, type] = {"model": str}
+    for f in FIGURES if figures is None else figures:
+        kinds[f.name] = {"int": int, "text": str}.get(f.shown, float)
+        kinds.update({name: float for name in f.interval or ()})
+    return kinds
 
 
 def columns(*, rated: bool = False) -> list[str]:

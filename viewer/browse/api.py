@@ -79,7 +79,9 @@ def browse_rollouts(ctx: AppContext, filters: Filters, sort: str = "started", de
 def browse_leaderboard(ctx: AppContext, filters: Filters, same_tasks: bool = False) -> list[dict]:
     """Per model over the filtered rollouts, every figure of rollouts.board.FIGURES under its name, as `python -m
     agent board --json` gives them: n, mean reward with its 95% bootstrap CI, mean per tier, feasible %,
-    optimal %, ended without submit, median tokens and seconds, the convergence and price figures, and the arena
+    optimal %, pass^k for k = 1-4 (`pass{k}_feasible_pct`, `pass{k}_within10_pct`: all k tries of a task feasible,
+    or within 10% of the optimum, averaged over the tasks with k tries, `pass{k}_tasks` of them; null without one),
+    ended without submit, median tokens and seconds, the convergence and price figures, and the arena
     rating (`arena`, `arena_low`, `arena_high`, `arena_rank`: null without one; `arena_note`: why not, or a word on
     it; as `python -m agent ratings`).
     same_tasks: only tasks every model played (the arena rating always uses every task two models both played)."""
