@@ -96,9 +96,9 @@ def pass_k_figures() -> list[Figure]:
     top = PASS_K[-1]
     shown = {k: "" if k in (1, top) else None for k in PASS_K}
     return [*(Figure(f"pass{k}_feasible_pct", pass_k_sql("feasible", k), f"pass^{k} feasible", "%",
-                     page=shown[k] and f"pass^{k} feasible", width="112px", over="tasks") for k in PASS_K),
+                     page=shown[k] and f"pass^{k} feasible", width="150px", over="tasks") for k in PASS_K),
             *(Figure(f"pass{k}_within10_pct", pass_k_sql("within10", k, "optimum_known"), f"pass^{k} ≤10%", "%",
-                     page=shown[k] and f"pass^{k} ≤10%", width="104px", over="tasks") for k in PASS_K),
+                     page=shown[k] and f"pass^{k} ≤10%", width="132px", over="tasks") for k in PASS_K),
             *(Figure(f"pass{k}_tasks", f"count(*) FILTER (WHERE tries >= {k})", None, "int", page=None,
                      over="tasks") for k in PASS_K)]
 

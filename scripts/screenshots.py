@@ -93,7 +93,7 @@ def browse_screens(page: Page, url: str, out: Path, size: str) -> list[Path]:
     # The board scrolled sideways to its pass^k columns, the notes saying what they are below.
     page.locator("#board .virtual-table-viewport").evaluate("""e => {
         const h = [...e.querySelectorAll('[role=columnheader]')].find(h => h.innerText.includes('pass^1'));
-        e.scrollLeft = h ? h.offsetLeft - 120 : 0; }""")
+        e.scrollLeft = h ? h.offsetLeft - 300 : 0; }  // past the pinned model column""")
     page.locator("#board").evaluate("e => e.scrollIntoView({block: 'start'})")
     page.wait_for_timeout(400)
     saved.append(_shot(page, out / f"browse-board-passk-{size}.png"))
