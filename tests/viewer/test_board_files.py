@@ -104,6 +104,12 @@ def test_a_snapshot_is_read_back_by_datasets_in_the_boards_and_battles_configs(t
     assert battles[0]["mean_a"] == pytest.approx(0.6) and battles[0]["mean_b"] == pytest.approx(0.5)
     assert len(datasets.load_dataset(str(tmp_path), "index", split="train")) == 5  # the other configs still load
     assert {f"boards/{day}.jsonl", f"battles/{day}.jsonl"} <= set(dataset_files(tmp_path))
+    # A day written by an older version, before most figures existed, still loads beside it: its figures null.
+    (tmp_path / "boards" / "2026-01-02.jsonl").write_text('{"date": "2026-01-02", "model": "old:one", "n": 3}\n')
+    fresh = str(tmp_path.parent / f"{tmp_path.name}-cache")  # not the first load's cache, which knew one day
+    both = datasets.load_dataset(str(tmp_path), "boards", split="train", cache_dir=fresh).to_list()
+    old = next(row for row in both if row["model"] == "old:one")
+    assert len(both) == len(before) + 1 and old["n"] == 3 and old["pass1_feasible_pct"] is None
 
 
 def test_a_snapshot_with_a_dataset_is_pushed(tmp_path, capsys, monkeypatch):
