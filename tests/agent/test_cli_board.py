@@ -157,9 +157,11 @@ def test_the_board_command_runs_as_a_program(folder, warm_python):
 
 def test_a_figure_added_to_the_data_layer_alone_reaches_browse_the_api_and_the_cli(folder, capsys, monkeypatch):
     """ARCHITECTURE.md's recipe: one Figure in rollouts.board.FIGURES, and no viewer edit, shows it on Browse's
-    board (its header, width and digits), in /browse_leaderboard's JSON and in the CLI's --wide, --json and --sort;
+    board (its header, width and digits), in /browse_leaderboard's JSON, /board.json and /board.csv, and in the
+    CLI's --wide, --json and --sort;
     the arena's figures reach all three the same way."""
     from rollouts import board as boards
+    from viewer.board_routes import BoardFiles
     from viewer.browse.api import browse_leaderboard
     from viewer.browse.views import board_layout, board_table
 
@@ -174,6 +176,9 @@ def test_a_figure_added_to_the_data_layer_alone_reaches_browse_the_api_and_the_c
     api = browse_leaderboard(SimpleNamespace(archive=archive))
     cli = board_json(folder, capsys=capsys)
     assert api == cli and [item["fewest_turns"] for item in cli] == [2, 3]  # one JSON, under the same keys
+    files = BoardFiles(SimpleNamespace(archive=archive))  # /board.json and /board.csv
+    assert json.loads(files.body("json", Filters(), False)) == cli
+    assert files.body("csv", Filters(), False).decode().splitlines()[0].endswith(',"fewest_turns"')
     assert list(cli[0])[-1] == "fewest_turns" and {"arena", "arena_rank", "arena_note"} <= set(cli[0])
     assert [item["model"] for item in board_json(folder, "--sort", "fewest_turns", capsys=capsys)] == [B, A]
     assert main(["board", "--dir", str(folder), "--wide"]) == 0
