@@ -1,6 +1,6 @@
 """The rollout dataset's README.md: what it holds, its licence, and the YAML that tells `datasets` how to read it.
 
-Three configs: `index` (default; the flat rows in `index/*/*.jsonl`), `rollouts` (the full records in
+The configs: `index` (default; the flat rows in `index/*/*.jsonl`), `rollouts` (the full records in
 `rollouts/*/*.json`), `traces` (each record as an agent trace in `traces/*/*.jsonl`, rollouts.traces), `matches`
 (arena matches, `matches/*/*.jsonl`, rollouts.matches; a folder without any still loads the others), and the
 dated snapshots `boards` and `battles` (rollouts.board_files). Compacted
