@@ -1,4 +1,5 @@
-"""`python -m agent board [--dir DIR] [--wide | --json] [--sort COLUMN] [--run RUN]`: the leaderboard of a folder.
+"""`python -m agent board [--dir DIR] [--wide | --json] [--sort COLUMN] [--run RUN] [--snapshot [--dataset REPO]]`: the
+leaderboard of a folder.
 
 The same board as Browse and its API, arena figures included (rollouts.board, through the archive's read side,
 rollouts.archive.Archive.board), over every rollout of the folder (or of one run): the folder is left byte for byte
@@ -7,18 +8,26 @@ app's start) fills them in; their figures read as unknown meanwhile. By default 
 100-column terminal (model, n, mean reward with its interval, per tier, feasible); `--wide` prints every figure as a
 Markdown table (a run's board.md, without the arena's); `--json` one JSON object per model and line, under the keys
 Browse's API gives (rollouts.board_text.board_json). The notes under the table (small samples, prices) are
-rollouts.board_text's, as Browse shows them.
+rollouts.board_text's, as Browse shows them. `--snapshot` is the one writer: today's board of every rollout in the
+folder and the battles of its ratings, as dated files (rollouts.board_files), pushed with `--dataset`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rollouts.board import columns, sort_board
 from rollouts.layout import INDEX_DIR, RECORDS_DIR, default_rollout_dir
+
+if TYPE_CHECKING:
+    from rollouts.archive import Archive
+
+PUSH_TIMEOUT_S = 300.0
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -32,6 +41,11 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     command.add_argument("--ascending", action="store_true", help="smallest first (e.g. usd_per_episode)")
     command.add_argument("--run", help="only the rollouts of this run")
     command.add_argument("--same-tasks", action="store_true", help="only tasks every model has played")
+    command.add_argument("--snapshot", action="store_true",
+                         help="write today's board (every rollout of the folder) and its battles to "
+                              "boards/<YYYY-MM-DD>.jsonl and battles/<YYYY-MM-DD>.jsonl in the folder, instead of printing it")
+    command.add_argument("--dataset", help="with --snapshot: push the folder's new files to this Hub dataset "
+                                           "(needs HF_TOKEN)")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -44,6 +58,11 @@ def main(args: argparse.Namespace) -> int:
     from rollouts.filters import Filters
 
     archive = Archive.of_folder(root)
+    if args.snapshot:
+        return _snapshot(archive, root, args.dataset)
+    if args.dataset:
+        print("error: --dataset goes with --snapshot (the board itself only reads)", file=sys.stderr)
+        return 2
     lines = sort_board(archive.board(Filters(), same_tasks=args.same_tasks, run=args.run), args.sort,
                        descending=not args.ascending)
     if args.json:
@@ -57,4 +76,33 @@ def main(args: argparse.Namespace) -> int:
         print(board_document(lines), end="")
         return 0
     print(board_terminal(lines), end="")
+    return 0
+
+
+def _snapshot(archive: Archive, root: Path, dataset: str | None) -> int:
+    """Today's snapshot files in the folder (rollouts.board_files), then, with a dataset, one push of the folder."""
+    from rollouts.board_files import write_snapshot
+
+    token = os.environ.get("HF_TOKEN")
+    if dataset and not token:
+        print("error: --dataset needs HF_TOKEN to push", file=sys.stderr)
+        return 2
+    for path in write_snapshot(archive, root):
+        print(f"wrote {path}")
+    if not dataset:
+        return 0
+    from rollouts.hub_push import HubPusher
+
+    pusher = HubPusher(root, dataset, token=token, endpoint=os.environ.get("HF_ENDPOINT") or None)
+    pusher.start()
+    try:
+        pushed = pusher.flush(timeout=PUSH_TIMEOUT_S)
+    finally:
+        pusher.close()
+    error = pusher.status()["last_error"]
+    if not pushed or error:
+        print(f"error: the push to {dataset} did not finish: {error or 'timed out'}; the files stay in {root} and "
+              "the next push takes them", file=sys.stderr)
+        return 1
+    print(f"pushed to {dataset}")
     return 0

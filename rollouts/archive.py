@@ -285,14 +285,15 @@ class Archive:
     def ratings(self, filters: Filters, *, run: str | None = None) -> list[arena_ratings.Rating]:
         """The arena ratings (rollouts.ratings) over the filtered rows: one query of task x model cells in the
         engine, then the Bradley–Terry fit; remembered per filter set until the rows change, as the board is."""
+        return self._remembered(self._key("ratings", run, filters=filters),
+                                lambda: arena_ratings.ratings(self.cells(filters, run=run)))
+
+    def cells(self, filters: Filters, *, run: str | None = None) -> dict[str, Any]:
+        """The task x model cells (rollouts.ratings.cells_sql) over the filtered rows: what the ratings are fitted
+        to and the battles (rollouts.ratings.battles) are made of."""
         where, params = self._where_run(filters, run)
-
-        def fit() -> list[arena_ratings.Rating]:
-            with self.engine.lock:
-                cells = self.engine.sql(arena_ratings.cells_sql(where), params).fetchnumpy()
-            return arena_ratings.ratings(cells)
-
-        return self._remembered(self._key("ratings", run, filters=filters), fit)
+        with self.engine.lock:
+            return self.engine.sql(arena_ratings.cells_sql(where), params).fetchnumpy()
 
     def _where_run(self, filters: Filters, run: str | None) -> tuple[str, list[Any]]:
         where, params = self.where(filters)

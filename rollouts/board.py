@@ -3,7 +3,8 @@ index rows, with the intervals a reader needs to trust a difference; and the tas
 
 - FIGURES is every column of the board and how each door shows it (`Figure`): Browse's table, its API, the CLI's
   Markdown, compact table and JSON are all made from it.
-- The point figures come from one SQL query over the engine's `rollouts` view (each aggregate figure's `sql`); the
+- The point figures come from one SQL query over the engine's `rollouts` view (each aggregate figure's `sql`, over
+  a model's rows, or over its tries per task, TASK_COUNTS, for pass^k); the
   arena's figures are the model's rating (rollouts.ratings), joined by `with_ratings` (the archive passes them).
 - The intervals come from one function, `intervals`: a seeded percentile bootstrap over a model's episodes (rows
   in the view's order, so the same rows give the same interval wherever the board is drawn), and past
@@ -54,6 +55,7 @@ class Figure:
     width: str = "100px"  # its column's width on Browse's board
     page_interval: tuple[str, str] | None = None  # (header, width) of its interval's own column on Browse
     unknown: str = ""  # what Browse's interval column says when the figure itself is unknown
+    over: str = "rows"  # what `sql` aggregates: a model's rows, or "tasks": its TASK_COUNTS, one row per task
 
     @property
     def page_header(self) -> str:
@@ -69,6 +71,38 @@ UNRATED = "unrated"  # in the arena interval's place on Browse; the notes under 
 # An arena figure's column -> its field of rollouts.ratings.Rating.
 ARENA_FIELDS = {"arena": "rating", "arena_low": "ci_low", "arena_high": "ci_high", "arena_rank": "rank",
                 "arena_note": "note"}
+# pass^k (tau-bench's reliability over repeats): the chance that all k tries of a task succeed, estimated without
+# bias from a task's n tries of which c succeeded as C(c,k)/C(n,k) (the share of its k-subsets of tries that all
+# succeed), averaged over the model's tasks with at least k tries; None (blank, null) when no task has k tries,
+# and `pass{k}_tasks` says over how many tasks it is. "Within 10%": feasible at a cost at most 1.1x the optimum, over
+# the tasks whose optimum is known.
+PASS_K = (1, 2, 3, 4)
+WITHIN10 = "feasible AND cost IS NOT NULL AND optimal_cost IS NOT NULL AND cost <= 1.1 * optimal_cost"
+# A model's tries per task, the table the figures `over="tasks"` aggregate (named `t` in the board's query).
+TASK_COUNTS = ("SELECT model, task_id, count(*) AS tries, count(*) FILTER (WHERE feasible) AS feasible, "
+               f"count(*) FILTER (WHERE {WITHIN10}) AS within10, bool_or(optimal_cost IS NOT NULL) AS optimum_known "
+               "FROM m WHERE task_id IS NOT NULL GROUP BY model, task_id")
+
+
+def pass_k_sql(successes: str, k: int, where: str = "true") -> str:
+    """pass^k over TASK_COUNTS in percent: C(c,k)/C(n,k) = prod over i < k of (c-i)/(n-i), which is 0 once c < k."""
+    ratio = " * ".join(f"({successes} - {i})::DOUBLE / (tries - {i})" for i in range(k))
+    return f"100.0 * avg({ratio}) FILTER (WHERE tries >= {k} AND {where})"
+
+
+def pass_k_figures() -> list[Figure]:
+    """Per k: all k tries feasible, all k within 10% of the optimum; then over how many tasks each k is. Browse
+    shows pass^1 and the largest k of each; every k is in the JSON and --wide."""
+    top = PASS_K[-1]
+    shown = {k: "" if k in (1, top) else None for k in PASS_K}
+    return [*(Figure(f"pass{k}_feasible_pct", pass_k_sql("feasible", k), f"pass^{k} feasible", "%",
+                     page=shown[k] and f"pass^{k} feasible", width="150px", over="tasks") for k in PASS_K),
+            *(Figure(f"pass{k}_within10_pct", pass_k_sql("within10", k, "optimum_known"), f"pass^{k} ≤10%", "%",
+                     page=shown[k] and f"pass^{k} ≤10%", width="132px", over="tasks") for k in PASS_K),
+            *(Figure(f"pass{k}_tasks", f"count(*) FILTER (WHERE tries >= {k})", None, "int", page=None,
+                     over="tasks") for k in PASS_K)]
+
+
 # One order for every door: Browse's board, the Markdown tables, the JSON.
 FIGURES: tuple[Figure, ...] = (
     Figure("n", "count(*)", "n", "int", width="56px"),
@@ -84,6 +118,7 @@ FIGURES: tuple[Figure, ...] = (
     Figure("feasible_pct", "100.0 * avg(feasible::DOUBLE)", "feasible", "%", page="feasible %"),
     Figure("optimal_pct", "100.0 * avg((feasible AND cost IS NOT NULL AND optimal_cost IS NOT NULL AND "
                           "cost <= optimal_cost)::DOUBLE)", "optimal", "%", page="optimal %"),
+    *pass_k_figures(),
     Figure("no_submit", "count(*) - sum(submitted::INT)", "no submit", "int", width="96px"),
     Figure("median_checks_to_feasible", "quantile_cont(checks_to_feasible, 0.5)", "median checks to feasible", "1",
            page="checks to feasible", width="150px"),
@@ -108,6 +143,17 @@ def aggregates() -> list[Figure]:
     return [f for f in FIGURES if f.sql is not None]
 
 
+def figure_kinds(figures: Sequence[Figure] | None = None) -> dict[str, type]:
+    """Each column of the board's JSON objects (rollouts.board_text.board_json) -> its type, for these figures
+    (default: every one): the model, each figure (int for counts, str for text, float otherwise), its interval's
+    columns (float). The flat files and the dataset card's `boards` config are typed by it."""
+    kinds: dict[str, type] = {"model": str}
+    for f in FIGURES if figures is None else figures:
+        kinds[f.name] = {"int": int, "text": str}.get(f.shown, float)
+        kinds.update({name: float for name in f.interval or ()})
+    return kinds
+
+
 def columns(*, rated: bool = False) -> list[str]:
     """The columns of the board's lines: the model, the aggregates, the intervals; with `rated`, the arena's too."""
     arena = [name for name in ARENA_FIELDS if rated]
@@ -123,10 +169,8 @@ def board(engine: IndexEngine, where: str = "true", params: Sequence[Any] = (), 
     model without a rating)."""
     head = _matched(where, same_tasks, latest)
     kept = columns()
-    aggregates_sql = ", ".join(f"{f.sql} AS {f.name}" for f in aggregates())
     with engine.lock:
-        answer = engine.sql(f"{head} SELECT model, {aggregates_sql}, {_MOMENTS} FROM m GROUP BY model "
-                            "ORDER BY newest DESC, model", params)
+        answer = engine.sql(_board_sql(head), params)
         names = [d[0] for d in answer.description]
         lines = [dict(zip(names, row, strict=True)) for row in answer.fetchall()]
         # The bootstrap's episodes: every row of a small model; the priced rows of a large one with few priced.
@@ -145,6 +189,17 @@ def board(engine: IndexEngine, where: str = "true", params: Sequence[Any] = (), 
         out.append({"model": str(stat["model"]), **line, "n": int(stat["n"]), "no_submit": int(stat["no_submit"]),
                     **intervals(stat, drawn)})
     return sort_board(out if rated is None else with_ratings(out, rated), "mean_reward")
+
+
+def _board_sql(head: str) -> str:
+    """One query for every aggregate figure: those over a model's rows, joined to those over its TASK_COUNTS."""
+    over_rows = ", ".join(f"{f.sql} AS {f.name}" for f in aggregates() if f.over == "rows")
+    over_tasks = ", ".join(f"{f.sql} AS {f.name}" for f in aggregates() if f.over == "tasks")
+    rows = f"SELECT model, {over_rows}, {_MOMENTS} FROM m GROUP BY model"
+    if not over_tasks:
+        return f"{head} {rows} ORDER BY newest DESC, model"
+    return (f"{head}, a AS ({rows}), t AS ({TASK_COUNTS}), p AS (SELECT model, {over_tasks} FROM t GROUP BY model) "
+            "SELECT a.*, p.* EXCLUDE (model) FROM a LEFT JOIN p USING (model) ORDER BY newest DESC, model")
 
 
 def with_ratings(lines: list[dict], rated: Sequence[Rating]) -> list[dict]:

@@ -22,6 +22,7 @@ COMPACT = ("n", "mean_reward", *(f"mean_{tier}" for tier in TIERS), "feasible_pc
 COMPACT_HEADERS = {"mean_reward": "mean (95% CI)"}
 TERMINAL_COLUMNS = 100
 GAP = "  "
+PASS_K_NAMED = 8  # the models lacking some pass^k the note names; the JSON's pass{k}_tasks has every one
 
 
 def _missing(value: Any) -> bool:
@@ -105,7 +106,8 @@ def board_compact(lines: list[dict], width: int = TERMINAL_COLUMNS) -> str:
 def board_terminal(lines: list[dict], wide: str = "--wide") -> str:
     """What a terminal shows at the end of a board command, a run or a sweep: the compact table, then its notes
     wrapped to TERMINAL_COLUMNS, then where every figure is (`wide`: a flag, or board.md's path)."""
-    notes = [*board_notes(lines), f"every figure (tokens, checks, dollars and the intervals of each): {wide}"]
+    notes = [*board_notes(lines, pass_k=False),
+             f"every figure (tokens, checks, dollars, pass^k and the intervals of each): {wide}"]
     return board_compact(lines) + "\n" + "".join(
         textwrap.fill(f"{note}.", TERMINAL_COLUMNS, subsequent_indent="  ", break_on_hyphens=False,
                       break_long_words=False) + "\n"  # a path or a model name stays whole, to copy
@@ -119,16 +121,38 @@ def _shortened(name: str, room: int) -> str:
     return name[:head] + "…" + name[len(name) - (room - 1 - head):]
 
 
-def board_notes(lines: list[dict]) -> list[str]:
+def board_notes(lines: list[dict], *, pass_k: bool = True) -> list[str]:
     """What the board's reader must know about its small samples: where an interval is missing for want of
-    episodes, and which models are listed last, unranked (rollouts.sample_size)."""
+    episodes, which models are listed last, unranked (rollouts.sample_size), and with `pass_k` what pass^k is and
+    which models have too few tries for it."""
     notes = []
     if any(figure_cell(f, line).endswith(f"({TOO_SMALL})") for line in lines for f in carried(lines)):
         notes.append(interval_note())
     small = [str(line["model"]) for line in lines if not ranked(int(line["n"]))]
     if small:
         notes.append(board_rank_note(small, everyone=len(small) == len(lines)))
-    return notes
+    return notes + [note for note in [pass_k_note(lines)] if note and pass_k]
+
+
+def pass_k_note(lines: list[dict]) -> str | None:
+    """How pass^k is made, and for each model lacking some k how many of its tasks have k tries (None when the
+    lines carry no pass^k)."""
+    counts = [f"pass{k}_tasks" for k in boards.PASS_K]
+    if not lines or not all(name in line for line in lines for name in counts):
+        return None
+    short = [f"{line['model']}: {', '.join(str(int(_number(line[c]))) for c in counts)}" for line in lines
+             if _number(line[counts[-1]]) == 0]
+    ks = f"{boards.PASS_K[0]}–{boards.PASS_K[-1]}"
+    named = "; ".join(short[:PASS_K_NAMED]) + (f"; and {len(short) - PASS_K_NAMED} more" if len(short) > PASS_K_NAMED
+                                               else "")
+    lacking = f"; blank where no task has k tries (tasks with at least k tries, k = {ks}: {named})" if short else ""
+    return ("pass^k: the chance that all k tries of a task are feasible (≤10%: and within 10% of the optimum), "
+            "C(c,k)/C(n,k) from a task's n tries of which c succeeded, averaged over the model's tasks with at least "
+            f"k tries{lacking}")
+
+
+def _number(value: Any) -> float:
+    return 0.0 if _missing(value) else float(value)
 
 
 def board_json(lines: list[dict]) -> list[dict]:

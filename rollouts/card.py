@@ -1,8 +1,9 @@
 """The rollout dataset's README.md: what it holds, its licence, and the YAML that tells `datasets` how to read it.
 
-Three configs: `index` (default; the flat rows in `index/*/*.jsonl`), `rollouts` (the full records in
-`rollouts/*/*.json`), `traces` (each record as an agent trace in `traces/*/*.jsonl`, rollouts.traces) and `matches`
-(arena matches, `matches/*/*.jsonl`, rollouts.matches; a folder without any still loads the others). Compacted
+The configs: `index` (default; the flat rows in `index/*/*.jsonl`), `rollouts` (the full records in
+`rollouts/*/*.json`), `traces` (each record as an agent trace in `traces/*/*.jsonl`, rollouts.traces), `matches`
+(arena matches, `matches/*/*.jsonl`, rollouts.matches; a folder without any still loads the others), and the
+dated snapshots `boards` and `battles` (rollouts.board_files). Compacted
 index rows (`index/*/*.parquet`, rollouts.index.compaction) are no config: `datasets` picks one builder for a whole
 repo from its first config's files, so a Parquet config beside the JSON ones would be read as JSON; the card says how
 to read them (the Parquet builder, DuckDB, pandas). `index`, `rollouts` and `matches` declare their features, so the
@@ -31,8 +32,10 @@ from collections.abc import Iterable
 
 import yaml
 
-from rollouts.layout import MATCH_GLOB, TRACE_GLOB
+from rollouts.board import figure_kinds
+from rollouts.layout import BATTLE_GLOB, BOARD_GLOB, MATCH_GLOB, TRACE_GLOB
 from rollouts.matches import MATCH_COLUMNS, VOTE_CHOICES
+from rollouts.ratings import BATTLE_COLUMNS
 from rollouts.schema import COLUMNS
 
 LICENSE = "cc-by-sa-4.0"
@@ -49,6 +52,13 @@ MATCH_FEATURES: list[dict] = [
     else {"name": name, "dtype": TIMESTAMP if name == "started" else _SCALAR[kind]}
     for name, kind in MATCH_COLUMNS.items()
 ]
+# The snapshots (rollouts.board_files): a day, then the board's JSON keys or a battle's columns. Every figure is
+# declared, so a day written before a figure existed still loads (its column null).
+SNAPSHOT_DAY = {"name": "date", "dtype": "date32"}
+BOARD_FEATURES: list[dict] = [SNAPSHOT_DAY, *({"name": name, "dtype": _SCALAR[kind]}
+                                              for name, kind in figure_kinds().items())]
+BATTLE_FEATURES: list[dict] = [SNAPSHOT_DAY, *({"name": name, "dtype": "float64" if name.startswith("mean") else
+                                                "string"} for name in BATTLE_COLUMNS)]
 
 # Top-level record fields (DESIGN.md "The rollout record") -> feature spec.
 RECORD_FEATURES: dict[str, dict[str, str]] = {
@@ -93,6 +103,8 @@ index/<YYYY-MM-DD>/<writer_id>.jsonl        one flat row per rollout, appended b
 index/<YYYY-MM-DD>/<writer_id>.parquet      the same rows, compacted: older rows folded out of the JSONL file
 traces/<YYYY-MM-DD>/<episode_id>.jsonl      the same rollout as an agent trace (Session Trace Simple Format)
 matches/<YYYY-MM-DD>/<writer_id>.jsonl      one row per arena match (two models on one task), by its start day
+boards/<YYYY-MM-DD>.jsonl                   the leaderboard as it stood that day, one row per model
+battles/<YYYY-MM-DD>.jsonl                  the battles the board's arena ratings were fitted to that day
 ```
 
 Several processes and machines write to this dataset at once; each writes only its own index files (`writer_id`).
@@ -121,6 +133,12 @@ before. Should a compaction be interrupted, a row may briefly sit in both: keep 
   chose the models, `random`: drawn), `model_a`, `model_b`, the two rollouts (`episode_a`, `episode_b`, their
   `reward_a`, `reward_b`), `winner` (`a`, `b` or `tie`: higher reward, then lower cost, fewer checks, fewer
   output tokens) and `votes`, the visitors' votes counted per choice (`a`, `b`, `tie`, `both_bad`).
+- `boards`: dated snapshots of the leaderboard (`python -m agent board --snapshot`), one row per model and day:
+  `date`, `model` and every figure under the keys of the arena's `/board.json` (`n`, `mean_reward` with `ci_low`
+  and `ci_high`, per tier, feasible and optimal shares, pass^k, tokens, dollars, the arena rating, ...).
+- `battles`: the battles the arena ratings of that day's board come from, one row each: `date`, `task_id`,
+  `model_a`, `model_b`, their mean rewards on the task (`mean_a`, `mean_b`) and `winner` (`a`, `b` or `tie`: the
+  higher mean reward wins). Votes never enter them.
 
 ```python
 from datasets import load_dataset
@@ -128,6 +146,7 @@ index = load_dataset("<this repo or a local copy>", "index", split="train")
 records = load_dataset("<this repo or a local copy>", "rollouts", split="train")
 traces = load_dataset("<this repo or a local copy>", "traces", split="train")  # one row per session; needs `teich`
 matches = load_dataset("<this repo or a local copy>", "matches", split="train")
+boards = load_dataset("<this repo or a local copy>", "boards", split="train")  # also "battles"
 # The compacted index rows (pandas.read_parquet and DuckDB read `hf://datasets/<repo>/index/*/*.parquet` too):
 compacted = load_dataset("parquet", data_files="hf://datasets/<this repo>/index/*/*.parquet", split="train")
 ```
@@ -160,6 +179,10 @@ def render(extra_fields: Iterable[str] = ()) -> str:
              "data_files": [{"split": "train", "path": TRACE_GLOB}]},
             {"config_name": "matches",
              "data_files": [{"split": "train", "path": MATCH_GLOB}]},
+            {"config_name": "boards",
+             "data_files": [{"split": "train", "path": BOARD_GLOB}]},
+            {"config_name": "battles",
+             "data_files": [{"split": "train", "path": BATTLE_GLOB}]},
         ],
         "dataset_info": [
             {"config_name": "index",
@@ -167,6 +190,8 @@ def render(extra_fields: Iterable[str] = ()) -> str:
             {"config_name": "rollouts",
              "features": [{"name": name, **spec} for name, spec in record_features.items()]},
             {"config_name": "matches", "features": MATCH_FEATURES},
+            {"config_name": "boards", "features": BOARD_FEATURES},
+            {"config_name": "battles", "features": BATTLE_FEATURES},
         ],
     }
     front = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=120)

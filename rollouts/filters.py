@@ -17,8 +17,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
-from rollouts.schema import TIERS
-from rollouts.sources import SOURCE_LABELS, SOURCES
+from rollouts.schema import SOURCE_LABELS, SOURCES, TIERS
 
 SORTABLE = {"started": "newest", "reward": "reward", "cost": "cost", "turns": "turns", "checks": "checks",
             "tokens": "tokens", "seconds": "seconds", "model": "model", "task_id": "task"}

@@ -32,6 +32,10 @@ INDEX_PARQUET_GLOB = f"{INDEX_DIR}/*/*.parquet"
 TRACE_GLOB = f"{TRACES_DIR}/*/*.jsonl"
 MATCHES_DIR = "matches"
 MATCH_GLOB = f"{MATCHES_DIR}/*/*.jsonl"
+# Dated snapshots (`python -m agent board --snapshot`): the board of every figure, and the battles its arena
+# ratings come from, one JSONL file per UTC day each (JSON, since `datasets` reads the whole repo with one builder).
+BOARDS_DIR, BATTLES_DIR = "boards", "battles"
+BOARD_GLOB, BATTLE_GLOB = f"{BOARDS_DIR}/*.jsonl", f"{BATTLES_DIR}/*.jsonl"
 WRITER_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 # The rule "a row's path names its own record", written once: the record path of the layout, its day and its
@@ -93,6 +97,13 @@ def match_rel(day: str, writer_id: str) -> str:
     if not DAY.fullmatch(day or "") or not WRITER_ID.fullmatch(writer_id or ""):
         raise ValueError(f"no match file for writer {str(writer_id)[:80]!r} on {str(day)[:20]!r}")
     return f"{MATCHES_DIR}/{day}/{writer_id}.jsonl"
+
+
+def snapshot_rel(folder: str, day: str) -> str:
+    """One day's snapshot file in BOARDS_DIR or BATTLES_DIR."""
+    if folder not in (BOARDS_DIR, BATTLES_DIR) or not DAY.fullmatch(day or ""):
+        raise ValueError(f"no snapshot file {str(folder)[:20]!r} for {str(day)[:20]!r}")
+    return f"{folder}/{day}.jsonl"
 
 
 def inside(root: Path, rel: str) -> Path | None:

@@ -41,16 +41,19 @@ cells do. Votes on matches (rollouts.matches) never enter a rating.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 
 from rollouts.sample_size import MIN_RANKED, arena_minimum, arena_too_few
+
+if TYPE_CHECKING:  # the caller's connection: the dataset card reads this module's battle columns, without DuckDB
+    import duckdb
 
 ANCHOR = "baseline:naive"
 ANCHOR_RATING = 1000.0
@@ -183,6 +186,28 @@ def _battles(cells: pa.Table | Mapping[str, Any], rounds: int, seed: int, min_ta
         outcome += np.stack([won.sum(0), tied.sum(0), lost.sum(0)])
     return _Battles([str(model) for model in models], pairs, wins, games, outcome, (~np.isnan(table)).sum(0),
                     fitted)
+
+
+BATTLE_COLUMNS = ("task_id", "model_a", "model_b", "mean_a", "mean_b", "winner")
+
+
+def battles(cells: pa.Table | Mapping[str, Any]) -> list[dict]:
+    """Every battle the cells make, one row each (BATTLE_COLUMNS): on a task, two models (model_a before model_b
+    by name), their mean rewards there and the winner (`a`, `b` or `tie`, by the rule of the module doc). All of
+    them, including those of models with too few tasks to be rated, which the fit leaves out."""
+    by_task: dict[str, dict[str, list[float]]] = {}
+    for task, model, mean in zip(*(_column(cells, name) for name in ("task_id", "model", "mean_reward")),
+                                 strict=True):
+        if mean is not None and not np.isnan(float(mean)):
+            by_task.setdefault(str(task), {}).setdefault(str(model), []).append(float(mean))
+    out = []
+    for task in sorted(by_task):
+        means = {model: sum(values) / len(values) for model, values in by_task[task].items()}
+        for a, b in itertools.combinations(sorted(means), 2):
+            diff = means[a] - means[b]
+            winner = "tie" if abs(diff) <= TIE_TOLERANCE else "a" if diff > 0 else "b"
+            out.append(dict(zip(BATTLE_COLUMNS, (task, a, b, means[a], means[b], winner), strict=True)))
+    return out
 
 
 def _enough_tasks(present: np.ndarray, min_tasks: int) -> np.ndarray:

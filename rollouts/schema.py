@@ -16,6 +16,7 @@ import math
 import re
 import time
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, NotRequired
 
@@ -28,11 +29,13 @@ from rollouts.record_view import RecordView
 
 __all__ = [
     "ANNOTATIONS",
+    "BROWSE_COLUMNS",
     "COLUMNS",
     "END_REASONS",
     "EPISODE_ID",
     "SCHEMA_VERSION",
     "TIERS",
+    "BrowseColumn",
     "Record",
     "RecordError",
     "coerce_cell",
@@ -237,6 +240,64 @@ COLUMNS: dict[str, type] = {
     # The final plan graded again under a later grader (rollouts.regrade); null until a regrade is written.
     "regrade_reward": float,
     "regrade_feasible": bool,
+}
+# Every source's name (an index row's `source`), in precedence order: an episode found in several is the first
+# one's row; a row of the local folder that is also on the Hub is labelled `local+hub` (the labels Browse's
+# `source` column and filter take). Here, below the filters, the index engine that applies the order and the
+# sources (rollouts.sources) that feed it.
+SOURCES = ("local", "hub", "upstream")
+SOURCE_LABELS = ("local", "local+hub", "hub", "upstream")
+
+
+
+
+
+@dataclass(frozen=True)
+class BrowseColumn:
+    """How the doors that list rollouts show one column of Browse's rows: Browse's list (its header, its width,
+    how a cell reads, and `place`: "list" always shown, "more" offered in its "More columns" menu, None not in the
+    list) and `/browse_rollouts` (`api`: the row's key there; "" the column's own name, None not in the API)."""
+
+    header: str
+    place: str | None = None
+    cell: str = "count"  # how the list writes a cell: a key of viewer.browse.views.CELLS
+    width: str = "100px"
+    api: str | None = ""
+
+    def api_name(self, column: str) -> str | None:
+        return column if self.api == "" else self.api
+
+
+# Browse's rows (rollouts.index.engine's view: the index row, with the record's `source` as `played_in`, `source`
+# where the row came from, and `tokens`) as the list and the API show them, in the order both do. A column of the
+# index reaches the store, every source, the engine, the card and the exports by COLUMNS alone; a row here shows
+# it on Browse and in its API, with no viewer edit (tests/viewer/test_browse_views.py adds one in a test).
+BROWSE_COLUMNS: dict[str, BrowseColumn] = {
+    "model": BrowseColumn("model", "list", "text", "240px"),
+    "model_name": BrowseColumn("model name"),
+    "task_id": BrowseColumn("task", "list", "text", "226px"),
+    "difficulty": BrowseColumn("tier", "list", "text", "90px"),
+    "reward": BrowseColumn("reward", "list", "3", "72px"),
+    "end_reason": BrowseColumn("ended", "list", "text", "150px"),
+    "started": BrowseColumn("when", "list", "when", "156px"),
+    "episode_id": BrowseColumn("id", "more", "text"),
+    "quay": BrowseColumn("quay", "more", "text"),
+    "num_ships": BrowseColumn("ships", "more"),
+    "submitted": BrowseColumn("submitted", cell="yes_no"),
+    "feasible": BrowseColumn("feasible", "more", "yes_no"),
+    "cost": BrowseColumn("cost", "more"),
+    "optimal_cost": BrowseColumn("optimum", "more"),
+    "naive_cost": BrowseColumn("naive cost"),
+    "turns": BrowseColumn("turns", "more"),
+    "checks": BrowseColumn("checks", "more"),
+    "tokens": BrowseColumn("tokens", "more", api=None),
+    "input_tokens": BrowseColumn("input tokens"),
+    "output_tokens": BrowseColumn("output tokens"),
+    "seconds": BrowseColumn("seconds", "more", "1"),
+    "errors": BrowseColumn("errors"),
+    "run": BrowseColumn("run", "more", "text"),
+    "played_in": BrowseColumn("played in", cell="text"),
+    "source": BrowseColumn("source", "more", "text"),
 }
 
 

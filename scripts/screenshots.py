@@ -90,6 +90,13 @@ def browse_screens(page: Page, url: str, out: Path, size: str) -> list[Path]:
     expect(page.locator("#heatmap")).to_contain_text("dock-", timeout=30000)
     page.wait_for_timeout(600)
     saved.append(_shot(page, out / f"browse-board-{size}.png", full=True))
+    # The board scrolled sideways to its pass^k columns, the notes saying what they are below.
+    page.locator("#board .virtual-table-viewport").evaluate("""e => {
+        const h = [...e.querySelectorAll('[role=columnheader]')].find(h => h.innerText.includes('pass^1'));
+        e.scrollLeft = h ? h.offsetLeft - 300 : 0; }  // past the pinned model column""")
+    page.locator("#board").evaluate("e => e.scrollIntoView({block: 'start'})")
+    page.wait_for_timeout(400)
+    saved.append(_shot(page, out / f"browse-board-passk-{size}.png"))
     return saved
 
 

@@ -73,6 +73,14 @@ def test_no_import_cycles():
     assert not found, "import cycles:\n" + "\n".join(" -> ".join(cycle) for cycle in found)
 
 
+def test_the_index_sits_below_the_sources_and_the_archive():
+    # Inside rollouts/ the index is read by the sources and the archive, never the other way: the sources' names
+    # and precedence are the index's own (rollouts.index.format.SOURCES).
+    upward = [i for i in project_imports() if i.source.startswith("rollouts.index.")
+              and i.target.split(".")[:2] in (["rollouts", "sources"], ["rollouts", "archive"])]
+    assert not upward, "rollouts/index imports rollouts.sources or rollouts.archive:\n" + listed(upward)
+
+
 def test_bench_and_testkit_import_nothing_from_tests():
     # testkit is what bench shares with the tests, so it must stay off tests/ too.
     imports = read_imports(ROOT, ("bench", "testkit"))

@@ -49,9 +49,8 @@ from rollouts.index.copies import COPY_ROWS, ParquetCopies
 from rollouts.index.format import FORMS, concat_tables, first_per_episode, sql_columns, sql_file_list
 from rollouts.index.held import HeldRows
 from rollouts.record_view import STARTED_SQL
-from rollouts.schema import COLUMNS, EPISODE_ID, TIERS
+from rollouts.schema import COLUMNS, EPISODE_ID, SOURCES, TIERS
 from rollouts.search import TranscriptWords
-from rollouts.sources import SOURCES
 
 HOLD_ROWS = 100_000  # a source whose Parquet files hold fewer rows is held whole in one table
 _PARQUET = FORMS.index(".parquet")
@@ -207,7 +206,7 @@ class IndexEngine:
         con.execute("CREATE OR REPLACE VIEW every_row AS " + (" UNION ALL ".join(
             f"SELECT * FROM part_{s}" for s in present) or "SELECT * FROM part_local"))
         shadowed = self._find_shadowed(present)
-        label = "CASE grp WHEN 0 THEN 'local' WHEN 1 THEN 'hub' ELSE 'upstream' END"
+        label = "CASE grp " + " ".join(f"WHEN {grp} THEN '{name}'" for grp, name in enumerate(SOURCES)) + " END"
         if shadowed:
             label = (f"CASE WHEN grp = 0 AND episode_id IN (SELECT episode_id FROM shadowed WHERE grp = 1) "
                      f"THEN 'local+hub' ELSE {label} END")

@@ -9,6 +9,7 @@ file and rewriting the JSONL leaves it in both, and after that an annotation or 
 So the JSONL copy wins: files are taken JSONL first, then Parquet, each form in path order, and within a file the
 first row counts. `in_precedence` orders files so, `first_per_episode` keeps the first row of each episode in a
 table read in that order, and `PRECEDENCE_SQL` is the same order for a query that sees many files' rows at once.
+Between sources the order is rollouts.schema.SOURCES (an episode in several is the first source's row).
 
 **The row-path rule.** A row whose `path` is not the record path of its own episode id
 (`rollouts/<YYYY-MM-DD>/<episode_id>.json`) is left out and counted: a planted row must never make a reader open

@@ -24,10 +24,8 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-# Every source's name, in precedence order: an episode found in several is the first one's row; a row of the local
-# folder that is also on the Hub is labelled `local+hub`.
-SOURCES = ("local", "hub", "upstream")
-SOURCE_LABELS = ("local", "local+hub", "hub", "upstream")
+# The sources' names and their precedence are the index's rule (the engine applies it), so they live below it.
+from rollouts.schema import SOURCE_LABELS, SOURCES
 
 
 class SourceError(Exception):

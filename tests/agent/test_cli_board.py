@@ -30,7 +30,9 @@ A, B = "anthropic:claude-sonnet-5-5", "baseline:greedy"
 # The keys of `--json`, in order, the same as Browse's `/browse_leaderboard` gives (README "The leaderboard").
 JSON_KEYS = ["model", "n", "mean_reward", "ci_low", "ci_high", "arena", "arena_low", "arena_high", "arena_rank",
              "arena_note", "mean_standard", "mean_busy", "mean_storm", "mean_extreme", "beat_naive_pct",
-             "beat_naive_low", "beat_naive_high", "feasible_pct", "optimal_pct", "no_submit",
+             "beat_naive_low", "beat_naive_high", "feasible_pct", "optimal_pct",
+             *(f"pass{k}_feasible_pct" for k in (1, 2, 3, 4)), *(f"pass{k}_within10_pct" for k in (1, 2, 3, 4)),
+             *(f"pass{k}_tasks" for k in (1, 2, 3, 4)), "no_submit",
              "median_checks_to_feasible", "mean_output_tokens", "usd_per_episode", "reward_per_usd",
              "reward_per_usd_low", "reward_per_usd_high", "median_seconds", "median_tokens", "feasible_check_pct"]
 
@@ -134,7 +136,7 @@ def test_the_default_board_is_compact_and_fits_a_100_column_terminal(folder, cap
     line_a = next(line for line in out.splitlines() if line.startswith(A))
     assert line_a.split()[1:3] == ["3", "0.600"] and "$" not in out.split("\n\n")[0]
     assert "- (" not in out and "(---)" not in out
-    assert "every figure (tokens, checks, dollars and the intervals of each): --wide" in out
+    assert "every figure (tokens, checks, dollars, pass^k and the intervals of each): --wide" in out
     assert main(["board", "--dir", str(folder), "--run", "r2"]) == 0
     single = capsys.readouterr().out
     assert f"{A}  1  0.000 (n too small)" in single  # a's one episode of run r2, which scored 0 and "n too small: no interval from fewer than 2 episodes." in single
@@ -155,11 +157,13 @@ def test_the_board_command_runs_as_a_program(folder, warm_python):
 
 def test_a_figure_added_to_the_data_layer_alone_reaches_browse_the_api_and_the_cli(folder, capsys, monkeypatch):
     """ARCHITECTURE.md's recipe: one Figure in rollouts.board.FIGURES, and no viewer edit, shows it on Browse's
-    board (its header, width and digits), in /browse_leaderboard's JSON and in the CLI's --wide, --json and --sort;
+    board (its header, width and digits), in /browse_leaderboard's JSON, /board.json and /board.csv, and in the
+    CLI's --wide, --json and --sort;
     the arena's figures reach all three the same way."""
     from rollouts import board as boards
     from viewer.browse.api import browse_leaderboard
     from viewer.browse.views import board_layout, board_table
+    from viewer.share.board_files import BoardFiles
 
     fewest = boards.Figure("fewest_turns", "min(turns)", "fewest turns", "int", page="turns, fewest", width="88px")
     monkeypatch.setattr(boards, "FIGURES", (*boards.FIGURES, fewest))
@@ -172,6 +176,9 @@ def test_a_figure_added_to_the_data_layer_alone_reaches_browse_the_api_and_the_c
     api = browse_leaderboard(SimpleNamespace(archive=archive))
     cli = board_json(folder, capsys=capsys)
     assert api == cli and [item["fewest_turns"] for item in cli] == [2, 3]  # one JSON, under the same keys
+    files = BoardFiles(SimpleNamespace(archive=archive))  # /board.json and /board.csv
+    assert json.loads(files.body("json", Filters(), False)) == cli
+    assert files.body("csv", Filters(), False).decode().splitlines()[0].endswith(',"fewest_turns"')
     assert list(cli[0])[-1] == "fewest_turns" and {"arena", "arena_rank", "arena_note"} <= set(cli[0])
     assert [item["model"] for item in board_json(folder, "--sort", "fewest_turns", capsys=capsys)] == [B, A]
     assert main(["board", "--dir", str(folder), "--wide"]) == 0

@@ -48,6 +48,12 @@ def test_the_leaderboard_leads_to_rollouts_and_shows_model_names_as_text(browse,
     assert {row[headers.index("arena 95% CI")] for row in rows} == {"unrated"}
     expect(note).to_contain_text("a model is rated and ranked once it has battles on at least 5 tasks")
     expect(note).not_to_contain_text("1000 = baseline:naive")  # no anchor is rated, so none is named
+    # pass^k (rollouts.board): pass^1 for every model; pass^4 blank where no task has 4 tries, and the note says so.
+    assert {"pass^1 feasible", "pass^4 feasible", "pass^1 ≤10%", "pass^4 ≤10%"} <= set(headers)
+    assert all(row[headers.index("pass^1 feasible")].isdigit() for row in rows)
+    assert {row[headers.index("pass^4 feasible")] for row in rows} == {""}
+    expect(note).to_contain_text("pass^k: the chance that all k tries of a task are feasible")
+    expect(note).to_contain_text("blank where no task has k tries")
     for size in (DESKTOP, PHONE):  # a wide table scrolls sideways to its last column, its models fixed at the left
         page.set_viewport_size(size)
         headers = [h.strip() for h in page.locator("#board [role=columnheader]").all_inner_texts()]

@@ -98,11 +98,11 @@ def test_one_episode_has_no_interval_and_a_small_model_is_listed_after_the_ranke
     pair = by_model(lines)["pair"]
     assert pair["ci_low"] == pair["ci_high"] == 0.9  # two episodes do give an interval (here a point)
     assert [line["model"] for line in sort_board(lines, "n", descending=False)] == ["greedy", "human", "pair"]
-    notes = board_notes(lines)
+    notes = board_notes(lines, pass_k=False)  # pass^k's note: tests/rollouts/test_pass_k.py
     assert notes == ["n too small: no interval from fewer than 2 episodes",
                      f"fewer than {MIN_RANKED} episodes, so listed last and unranked (no arena rating or rank): "
                      "human, pair"]
-    assert board_notes(board_of(rows[1:MIN_RANKED + 4])) == []  # nothing small, nothing to say
+    assert board_notes(board_of(rows[1:MIN_RANKED + 4]), pass_k=False) == []  # nothing small, nothing to say
 
 
 def test_the_compact_board_fits_a_100_column_terminal_and_shows_unknowns_as_a_dash():

@@ -39,13 +39,17 @@ def test_the_card_declares_licence_attribution_and_its_configs():
     assert configs["traces"]["data_files"] == [{"split": "train", "path": "traces/*/*.jsonl"}]
     assert {"agent-traces", "traces"} <= set(meta["tags"])
     # No features for `traces`: declared ones would make datasets (and the Hub's viewer) read lines, not sessions.
-    assert [info["config_name"] for info in meta["dataset_info"]] == ["index", "rollouts", "matches"]
+    assert [info["config_name"] for info in meta["dataset_info"]] == ["index", "rollouts", "matches", "boards",
+                                                                        "battles"]
+    assert configs["boards"]["data_files"] == [{"split": "train", "path": "boards/*.jsonl"}]
+    assert configs["battles"]["data_files"] == [{"split": "train", "path": "battles/*.jsonl"}]
 
 
 def test_huggingface_hub_and_datasets_read_the_yaml_as_meant():
     data = DatasetCard(dataset_card.render(["judge"])).data
     configs = MetadataConfigs.from_dataset_card_data(data)
-    assert set(configs) == {"index", "rollouts", "traces", "matches"} and configs["index"]["default"] is True
+    assert set(configs) == {"index", "rollouts", "traces", "matches", "boards", "battles"}
+    assert configs["index"]["default"] is True
     assert configs["matches"]["data_files"] == [{"split": "train", "path": "matches/*/*.jsonl"}]
     infos = DatasetInfosDict.from_dataset_card_data(data)
     assert "traces" not in infos
@@ -60,6 +64,10 @@ def test_huggingface_hub_and_datasets_read_the_yaml_as_meant():
     matches = infos["matches"].features
     assert matches["votes"] == {choice: datasets.Value("int64") for choice in ("a", "b", "tie", "both_bad")}
     assert matches["reward_a"] == datasets.Value("float64") and matches["winner"] == datasets.Value("string")
+    boards = infos["boards"].features  # every figure typed, so a day written before a figure existed still loads
+    assert boards["date"] == datasets.Value("date32") and boards["n"] == datasets.Value("int64")
+    assert boards["pass4_feasible_pct"] == datasets.Value("float64") and boards["arena_note"] == datasets.Value("string")
+    assert list(infos["battles"].features) == ["date", "task_id", "model_a", "model_b", "mean_a", "mean_b", "winner"]
 
 
 def test_record_fields_reads_back_what_a_card_declares():

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import csv
+from types import SimpleNamespace
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from berth_env import load_pack
+from rollouts import schema
 from rollouts.archive import Archive
 from rollouts.board import board, heatmap
 from rollouts.filters import Filters
@@ -20,8 +22,17 @@ from rollouts.schema import index_row
 from rollouts.sources.local import LocalSource
 from rollouts.store import RolloutStore
 from testkit.records import make_record, make_records
+from viewer.browse.api import browse_rollouts
 from viewer.browse.state import BrowseState, state_from_query
-from viewer.browse.views import arena_note, board_table, heatmap_table, list_table, plan_diff
+from viewer.browse.views import (
+    CELLS,
+    arena_note,
+    board_table,
+    heatmap_table,
+    list_table,
+    more_columns,
+    plan_diff,
+)
 
 TASK = "dock-24B-w06x1-busy-0"
 
@@ -63,6 +74,37 @@ def test_the_list_shows_compact_columns_and_more_on_demand():
     assert all(len(v) == 16 for v in compact["when"])  # "2026-11-29 10:15"
     wide = list_table(rows, ("episode_id", "cost", "nonsense"))
     assert list(wide.columns)[-2:] == ["id", "cost"]
+
+
+def test_every_column_browse_shows_is_a_column_of_its_rows():
+    rows = engine_of(make_records(3, seed=4)).fetch()
+    assert set(schema.BROWSE_COLUMNS) <= set(rows.column_names)
+    assert set(CELLS) >= {c.cell for c in schema.BROWSE_COLUMNS.values()}
+
+
+def test_a_column_added_in_the_data_layer_alone_reaches_the_list_its_menu_and_the_api(tmp_path, monkeypatch):
+    """ARCHITECTURE.md's recipe for a Browse column: a row of rollouts.schema.BROWSE_COLUMNS (the index column
+    itself is COLUMNS'), and no viewer edit, offers it in the list's "More columns" menu, shows it in the list
+    under its header and its cell format, and gives it in /browse_rollouts under its API name."""
+    records = make_records(6, seed=7)
+    with RolloutStore(tmp_path, writer_id="w1") as store:
+        for record in records:
+            store.save(record)
+    served = {r["episode_id"]: r["env_url"] for r in records}
+    monkeypatch.setitem(schema.BROWSE_COLUMNS, "env_url", schema.BrowseColumn("server", "more", "text",
+                                                                              api="server"))
+    monkeypatch.setitem(schema.BROWSE_COLUMNS, "checks_to_feasible", schema.BrowseColumn("to feasible", "list",
+                                                                                         "count", "80px"))
+    assert more_columns()["env_url"] == "server"
+    archive = Archive.of_folder(tmp_path)
+    rows = archive.matching(Filters())
+    table = list_table(rows, ("env_url",))
+    assert list(table.columns) == ["model", "task", "tier", "reward", "ended", "when", "to feasible", "server"]
+    assert list(table["server"]) == [served[i] for i in rows.column("episode_id").to_pylist()]
+    api = browse_rollouts(SimpleNamespace(archive=archive), page_size=500)["rows"]
+    assert {row["episode_id"]: row["server"] for row in api} == served
+    assert all("env_url" not in row and "checks_to_feasible" in row for row in api)
+    assert all("tokens" not in row for row in api)  # a column the table keeps out of the API stays out
 
 
 def test_the_heatmap_groups_tasks_by_tier_and_points_each_cell_at_its_best_rollout():

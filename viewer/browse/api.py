@@ -13,16 +13,15 @@ from collections.abc import Callable
 from typing import Any
 
 import gradio as gr
+import pyarrow as pa
 
+from rollouts import schema
 from rollouts.archive import REMOTE_WAIT_S, RolloutNotFound
 from rollouts.board_text import board_json
 from rollouts.filters import FILTERS, PAGE_SIZE, SORTABLE, Filters
 from rollouts.sources import SourceError
 from viewer.context import AppContext
 
-API_COLUMNS = ["episode_id", "started", "model", "model_name", "task_id", "difficulty", "quay", "num_ships", "reward",
-               "submitted", "feasible", "cost", "optimal_cost", "naive_cost", "turns", "checks", "seconds",
-               "input_tokens", "output_tokens", "end_reason", "errors", "run", "played_in", "source"]
 MAX_PAGE_SIZE = 500
 # A filter's parameter as a script sends it: text for choices, days and yes/no, a number for a bound.
 _PARAMETER = {"at_least": (float | None, None), "at_most": (float | None, None), "yes_no": (str, "any")}
@@ -71,7 +70,7 @@ def browse_rollouts(ctx: AppContext, filters: Filters, sort: str = "started", de
     rows, matched, page_used, pages = archive.query(filters, sort=sort, descending=bool(descending),
                                                     page=_int(page, 1), size=size)
     return {"total": matched, "page": page_used, "pages": pages, "page_size": size,
-            "problems": list(filters.problems), "rows": _plain(rows.select(API_COLUMNS).to_pylist()),
+            "problems": list(filters.problems), "rows": _plain(_api_rows(rows)),
             "sources": [{"name": s.name, "label": s.label, "rows": s.rows, "error": s.error, "note": s.note,
                          "loading": s.loading, "skipped": s.skipped} for s in archive.statuses()]}
 
@@ -80,7 +79,9 @@ def browse_rollouts(ctx: AppContext, filters: Filters, sort: str = "started", de
 def browse_leaderboard(ctx: AppContext, filters: Filters, same_tasks: bool = False) -> list[dict]:
     """Per model over the filtered rollouts, every figure of rollouts.board.FIGURES under its name, as `python -m
     agent board --json` gives them: n, mean reward with its 95% bootstrap CI, mean per tier, feasible %,
-    optimal %, ended without submit, median tokens and seconds, the convergence and price figures, and the arena
+    optimal %, pass^k for k = 1-4 (`pass{k}_feasible_pct`, `pass{k}_within10_pct`: all k tries of a task feasible,
+    or within 10% of the optimum, averaged over the tasks with k tries, `pass{k}_tasks` of them; null without one),
+    ended without submit, median tokens and seconds, the convergence and price figures, and the arena
     rating (`arena`, `arena_low`, `arena_high`, `arena_rank`: null without one; `arena_note`: why not, or a word on
     it; as `python -m agent ratings`).
     same_tasks: only tasks every model played (the arena rating always uses every task two models both played)."""
@@ -94,6 +95,13 @@ def browse_record(ctx: AppContext, episode_id: str) -> dict:
     except (RolloutNotFound, SourceError) as exc:
         raise gr.Error(str(exc)) from None
     return {**record, "browse_source": row.get("source")}
+
+
+def _api_rows(rows: pa.Table) -> list[dict]:
+    """Index rows under the API's keys, the columns rollouts.schema.BROWSE_COLUMNS gives it (read at call time)."""
+    named = {column: c.api_name(column) for column, c in schema.BROWSE_COLUMNS.items()}
+    kept = [column for column, name in named.items() if name is not None]
+    return rows.select(kept).rename_columns([named[column] for column in kept]).to_pylist()
 
 
 def _plain(rows: list[dict]) -> list[dict]:

@@ -23,7 +23,7 @@ from viewer.browse import handlers as on
 from viewer.browse.components import BrowseSection
 from viewer.browse.filter_form import build_filters, changes
 from viewer.browse.state import BrowseState
-from viewer.browse.views import LIST_COLUMNS, MORE_COLUMNS, board_layout
+from viewer.browse.views import board_layout, list_columns, list_widths, more_columns
 from viewer.context import AppContext
 from viewer.rollout_panel import build_rollout_panel
 from viewer.sections import Page, Route, Section
@@ -52,7 +52,6 @@ CSS = """
 }
 """
 # Fixed widths: with a rollout open beside it, the list scrolls sideways rather than squeezing the task ids.
-LIST_WIDTHS = ["240px", "226px", "90px", "72px", "150px", "156px"]  # a task, a tier and a time in full; most models
 # Short enough that the header, the chart and the top of the transcript share the first screen beside the list.
 DETAIL_CHART = {"height": 330, "cranes": False}
 # The page's own URL follows the state (pushState), and the back/forward buttons bring an old state back through a
@@ -134,7 +133,7 @@ def _build_bar() -> dict[str, Any]:
                               min_width=110, elem_id="sort-by")
         order = gr.Radio(["descending", "ascending"], value="descending", label="Order", min_width=170,
                          elem_id="sort-order")
-        columns = gr.Dropdown([(label, key) for key, label in MORE_COLUMNS.items()], value=[], multiselect=True,
+        columns = gr.Dropdown([(label, key) for key, label in more_columns().items()], value=[], multiselect=True,
                               label="More columns", min_width=160, elem_id="more-columns")
     filter_note = gr.Markdown(elem_id="filter-note")
     export_file = gr.DownloadButton("download", visible="hidden", elem_id="export-file")
@@ -147,9 +146,9 @@ def _build_list() -> dict[str, Any]:
     with gr.Row(equal_height=False, elem_id="browse-split"):
         with gr.Column(scale=5, min_width=320, elem_id="rollout-list"):
             status = gr.Markdown("Loading…", elem_id="browse-status")
-            table = gr.Dataframe(pd.DataFrame(columns=list(LIST_COLUMNS.values())), interactive=False,
+            table = gr.Dataframe(pd.DataFrame(columns=list(list_columns().values())), interactive=False,
                                  elem_id="rollouts", max_height=620, datatype="str", wrap=False,
-                                 column_widths=LIST_WIDTHS)
+                                 column_widths=list_widths())
             with gr.Row(equal_height=True, elem_id="pager"):
                 prev_page = gr.Button("◀", size="sm", scale=0, min_width=44, elem_id="page-prev")
                 page_info = gr.Markdown(elem_id="page-info")

@@ -6,7 +6,7 @@ frames, which gr.Dataframe draws (plain text cells: model text is never rendered
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from berth_env import PlanError, check, parse_plan
 from rollouts import board as boards
+from rollouts import schema
 from rollouts.archive import SourceStatus
 from rollouts.board import Figure, Heatmap
 from rollouts.ratings import Rating, ratings_notes
@@ -22,16 +23,20 @@ from rollouts.sample_size import TOO_SMALL
 from viewer.markdown import escape_cell, fmt_num
 
 SOURCE_ICONS = {"local": "📁", "hub": "🤗", "upstream": "📦"}
-# The list's columns: a compact set first, more on demand. Column -> (header, formatter key).
-LIST_COLUMNS = {
-    "model": "model", "task_id": "task", "difficulty": "tier", "reward": "reward", "end_reason": "ended",
-    "started": "when",
-}
-MORE_COLUMNS = {
-    "episode_id": "id", "quay": "quay", "num_ships": "ships", "feasible": "feasible", "cost": "cost",
-    "optimal_cost": "optimum", "turns": "turns", "checks": "checks", "tokens": "tokens", "seconds": "seconds",
-    "run": "run", "source": "source",
-}
+
+
+def list_columns() -> dict[str, str]:
+    """The list's compact columns (column -> header), from rollouts.schema.BROWSE_COLUMNS (read at call time)."""
+    return {name: c.header for name, c in schema.BROWSE_COLUMNS.items() if c.place == "list"}
+
+
+def more_columns() -> dict[str, str]:
+    """The columns the list offers on demand ("More columns"), column -> header."""
+    return {name: c.header for name, c in schema.BROWSE_COLUMNS.items() if c.place == "more"}
+
+
+def list_widths() -> list[str]:
+    return [schema.BROWSE_COLUMNS[name].width for name in list_columns()]
 
 
 @dataclass(frozen=True)
@@ -74,27 +79,29 @@ def _fixed(value: Any, digits: int = 3) -> str:
     return "–" if _missing(value) else f"{float(value):.{digits}f}"
 
 
-def _cell(column: str, value: Any) -> str:
-    if _missing(value):
-        return ""
-    if column == "reward":
-        return f"{float(value):.3f}"
-    if column == "started":
-        return str(value).replace("T", " ").removesuffix("Z")[:16]
-    if column == "feasible":
-        return "✓" if value else "✗"
-    if column == "seconds":
-        return f"{float(value):.1f}"
+def _count(value: Any) -> str:
     if (isinstance(value, float) and value.is_integer()) or (isinstance(value, int) and not isinstance(value, bool)):
         return f"{int(value):,}"
     return str(value)
 
 
+# How the list writes a known cell, by a column's `cell` (rollouts.schema.BrowseColumn); an unknown one is blank.
+CELLS: dict[str, Callable[[Any], str]] = {
+    "text": str, "count": _count, "3": lambda v: f"{float(v):.3f}", "1": lambda v: f"{float(v):.1f}",
+    "when": lambda v: str(v).replace("T", " ").removesuffix("Z")[:16], "yes_no": lambda v: "✓" if v else "✗",
+}
+
+
 def list_table(rows: pa.Table, extra: list[str] | tuple[str, ...] = ()) -> pd.DataFrame:
     """A page of index rows as the list shows them: the compact columns, then any extra ones asked for."""
-    columns = {**LIST_COLUMNS, **{c: MORE_COLUMNS[c] for c in extra if c in MORE_COLUMNS}}
+    more = more_columns()
+    columns = {**list_columns(), **{c: more[c] for c in extra if c in more}}
     return pd.DataFrame({header: [_cell(column, v) for v in rows.column(column).to_pylist()]
                          for column, header in columns.items()}, columns=list(columns.values()))
+
+
+def _cell(column: str, value: Any) -> str:
+    return "" if _missing(value) else CELLS[schema.BROWSE_COLUMNS[column].cell](value)
 
 
 def board_table(lines: list[dict]) -> pd.DataFrame:
