@@ -9,8 +9,8 @@ The figures:
 - importing the app (`import app`: every section, the chart, the share pages; what a Space pays before serving);
 - the CLI's board of a folder of `--rows` realistic rollouts (`python -m agent board --json`);
 - one baseline episode played and saved by the CLI on the embedded server (`python -m agent run`);
-- a share page and the leaderboard built in process from the same folder (the app's context, its archive, the
-  share page's HTML of one rollout, and Browse's board lines).
+- the app built and served in process on the same folder (its context, every section, the share routes), one
+  share page `/r/<id>` fetched over its ASGI interface, and the leaderboard's lines.
 The folder is written once, with this checkout's testkit, and read by both.
 """
 
@@ -31,21 +31,19 @@ sys.path.insert(0, str(ROOT))
 # Run inside each checkout: the share page of the first rollout and Browse's board, in process. Each checkout
 # names its modules its own way, so the script finds them by trying both layouts.
 IN_PROCESS = """
-import sys, time
+import sys
 from pathlib import Path
-root = Path(sys.argv[1])
-from viewer.context import AppContext, Settings
-try:
-    from viewer.share.page import share_page
-except ImportError:
-    from viewer.share.page import share_page
+from fastapi.testclient import TestClient
+from app import build_app, serve
 from rollouts.filters import Filters
-ctx = AppContext.create(Settings(rollout_dir=root, dataset=None, public_rollouts=False))
+from viewer.context import AppContext, Settings
+root = Path(sys.argv[1])
+ctx = AppContext.create(Settings.from_env())
 episode = sorted(root.glob("rollouts/*/*.json"))[0].stem
-record, _ = ctx.archive.record(episode)
-html = share_page(record)
-board = ctx.archive.board(Filters())
-assert len(html) > 1000 and board
+with TestClient(serve(build_app(ctx), ctx)) as client:
+    page = client.get(f"/r/{episode}")
+    assert page.status_code == 200 and len(page.text) > 1000, page.status_code
+assert ctx.archive.board(Filters())
 """
 
 
@@ -64,12 +62,12 @@ def commands(folder: Path, out: Path) -> dict[str, list[str]]:
         "CLI board of the folder": [sys.executable, "-m", "agent", "board", "--dir", str(folder), "--json"],
         "CLI: one baseline episode": [sys.executable, "-m", "agent", "run", "--model", "baseline:greedy", "--task",
                                       "dock-24B-w06x1-busy-0", "--out", str(out), "--force"],
-        "share page and board, in process": [sys.executable, "-c", IN_PROCESS, str(folder)],
+        "app built, a share page and the board": [sys.executable, "-c", IN_PROCESS, str(folder)],
     }
 
 
-def timed(command: list[str], cwd: Path) -> float:
-    env = {**os.environ, "PYTHONPATH": str(cwd), "PYTHONDONTWRITEBYTECODE": "1"}
+def timed(command: list[str], cwd: Path, folder: Path) -> float:
+    env = {**os.environ, "PYTHONPATH": str(cwd), "ROLLOUT_DIR": str(folder)}
     env.pop("HF_TOKEN", None)
     started = time.perf_counter()
     done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
@@ -91,8 +89,8 @@ def main() -> None:
         print(f"| figure (median of {args.runs} pairs) | this checkout, s | other, s | ratio |")
         print("|---|---:|---:|---:|")
         for name, command in commands(folder, Path(tmp) / "played").items():
-            timed(command, ROOT), timed(command, args.against)  # warm the page cache and the bytecode
-            pairs = [(timed(command, ROOT), timed(command, args.against)) for _ in range(args.runs)]
+            timed(command, ROOT, folder), timed(command, args.against, folder)  # warm the caches and bytecode
+            pairs = [(timed(command, ROOT, folder), timed(command, args.against, folder)) for _ in range(args.runs)]
             mine, theirs = (statistics.median(p[i] for p in pairs) for i in (0, 1))
             ratio = statistics.median(a / b for a, b in pairs)
             print(f"| {name} | {mine:.2f} | {theirs:.2f} | {ratio:.2f} |", flush=True)
