@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from rollouts.record_view import RecordView
+from rollouts.record import Record
 
 Side = Literal["a", "b", "tie"]
 CRITERIA = ("reward", "cost", "checks", "output_tokens")
@@ -40,9 +40,9 @@ class Standing:
 def standing(rollout: Mapping[str, Any]) -> Standing:
     """A side's figures, from a record (it has `steps` or `final`) or from an index row."""
     if "steps" in rollout or "final" in rollout:
-        view = RecordView(rollout)
+        view = Record(rollout)
         cost = view.grade.get("cost") if view.submitted and view.feasible else None
-        # The checks the server accepted, as the index's `checks` counts them (rollouts.record_view.accepted).
+        # The checks the server accepted, as the index's `checks` counts them (rollouts.record.accepted).
         checks = len(view.checks)
         tokens = _mapping(rollout.get("usage")).get("output_tokens")
     else:

@@ -1,6 +1,6 @@
 """Episode events -> Gradio chat messages.
 
-`ChatBuilder` takes the loop's events (agent/events.py) one at a time and keeps a list of `gr.ChatMessage`s up to
+`ChatBuilder` takes the loop's events (rollouts/events.py) one at a time and keeps a list of `gr.ChatMessage`s up to
 date, mutating the last messages in place while text streams, so the live Run tab can call `.add(event)` and
 yield `.messages` after every token. The Browse tab replays a stored record as events (viewer/replay.py) and
 goes through the same builder, so a stored rollout looks exactly like a live one.

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from agent.events import Event
+from rollouts.events import Event
 from viewer.chat import ChatBuilder
 from viewer.summary import status_line
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import gradio as gr
 
-from rollouts.record_view import RecordView
+from rollouts.record import Record
 from viewer.chart import optimum_chart, step_chart
 from viewer.replay import record_messages
 from viewer.summary import grade_panel, usage_summary
@@ -129,7 +129,7 @@ def draft_slider(panel: RolloutPanel, count: int) -> gr.Slider:
 def stored_rollout(panel: RolloutPanel, record: Mapping[str, Any], task: Mapping[str, Any] | None, *,
                    chart: Any = None, optimum_label: str | None = None) -> dict:
     """The panel filled for a finished rollout: every draft, the last one drawn (or `chart`, given one)."""
-    view = RecordView(record)
+    view = Record(record)
     plans = view.plan_steps
     out = {panel.chat: record_messages(record, task),
            panel.chart: chart if chart is not None else draft(panel, task, plans, len(plans))}
@@ -160,11 +160,11 @@ def draft(panel: RolloutPanel, task: Mapping[str, Any] | None, steps: Sequence[M
 
 def optimum(record: Mapping[str, Any], task: Mapping[str, Any] | None, label: str | None = None) -> Any:
     """The rollout's last plan over the task's proven optimum (None without a reference)."""
-    view = RecordView(record)
+    view = Record(record)
     return optimum_chart(task, view.last_plan, label=label or f"{view.model}'s last plan")
 
 
-def shown_optimum(view: RecordView, task: Mapping[str, Any] | None, label: str | None = None) -> gr.Plot:
+def shown_optimum(view: Record, task: Mapping[str, Any] | None, label: str | None = None) -> gr.Plot:
     """The optimum as a panel that is not folded shows it: visible only when there is one."""
-    chart = optimum(view.record, task, label)
+    chart = optimum(view.data, task, label)
     return gr.Plot(value=chart, visible=chart is not None)

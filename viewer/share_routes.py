@@ -47,7 +47,7 @@ from fastapi.responses import Response
 from agent import APP_VERSION
 from rollouts.archive import RolloutNotFound
 from rollouts.links import app_link, rollout_page
-from rollouts.record_view import RecordView
+from rollouts.record import Record
 from rollouts.schema import valid_episode_id
 from rollouts.sources import SourceError
 from viewer.chart import plan_steps
@@ -301,7 +301,7 @@ class SharePages:
         return Answer(200, body, kind)
 
     def _image(self, record: Mapping[str, Any], task: Mapping[str, Any] | None) -> bytes:
-        view = RecordView(record)
+        view = Record(record)
         grade = view.grade
         svg = share_svg(task, view.final_plan, model=view.model or "?", task_id=view.task_id,
                         tier=view.task.get("difficulty"), reward=view.reward,

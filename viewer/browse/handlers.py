@@ -16,7 +16,7 @@ from rollouts.archive import RolloutNotFound
 from rollouts.board_text import board_notes, price_note
 from rollouts.filters import BY_NAME, FILTERS, PAGE_SIZE
 from rollouts.matches import vote_tally
-from rollouts.record_view import RecordView
+from rollouts.record import Record
 from rollouts.sources import SourceError
 from viewer.browse.components import BrowseSection
 from viewer.browse.filter_form import read_form, show_filters
@@ -273,7 +273,7 @@ def detail_view(section: BrowseSection, state: BrowseState, base: str | None, vi
     except (RolloutNotFound, SourceError) as exc:
         return {section.detail: gr.Column(visible=False), section.head: "", section.title: APP_TITLE,
                 section.message: f"⚠️ Rollout `{escape_cell(state.rollout)}`: {escape_cell(str(exc))}"}
-    view = RecordView(record)
+    view = Record(record)
     task = _task(section, record)
     note = "" if task else "This task is not in this Space's task pack, so its plans cannot be drawn."
     download, refused = _record_download(ctx, state.rollout, record, visitor)
@@ -326,7 +326,7 @@ def compare_view(section: BrowseSection, state: BrowseState) -> dict:
         b = section.ctx.records.get(state.compare)[0] if state.compare else None
     except (RolloutNotFound, SourceError) as exc:
         return {**empty, section.compare_head: f"⚠️ {escape_cell(str(exc))}"}
-    task, plan_a = _task(section, a), RecordView(a).final_plan
+    task, plan_a = _task(section, a), Record(a).final_plan
     if b is None:  # A alone until B is picked
         chart = berth_chart(task, plan_a, published=False, cranes=False,
                             title=f"A: {a.get('model')}") if task is not None else None
@@ -337,7 +337,7 @@ def compare_view(section: BrowseSection, state: BrowseState) -> dict:
         return {**empty, section.compare_head: f"⚠️ A is on {escape_cell(a.get('task_id'))} and B on "
                                               f"{escape_cell(b.get('task_id'))}: compare needs two rollouts of "
                                               "the same task."}
-    plan_b = RecordView(b).final_plan
+    plan_b = Record(b).final_plan
     if task is None:
         return {**empty, section.compare_head: compare_header(a, b, 0) + "  \nThis task is not in this Space's "
                                                                          "task pack, so the plans cannot be drawn."}

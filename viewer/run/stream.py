@@ -27,11 +27,10 @@ from agent.runs import CapacityError, EpisodeRun, stop_token
 from agent.spec import SpecError
 from agent.task_api import TaskTooLarge, valid_task_id
 from agent.tasks import closest_tasks
-from rollouts.record_view import RecordView
+from rollouts.record import Record
 from viewer.chart import preview_chart
 from viewer.context import AppContext
 from viewer.live import LiveView
-from viewer.replay import record_events
 from viewer.rollout_panel import RolloutPanel, draft, draft_slider, shown_optimum, stored_rollout
 from viewer.summary import grade_panel
 from viewer.visitors import visitor_of
@@ -378,7 +377,7 @@ def live_frame(slots: Any, view: LiveView, task: dict | None, run: EpisodeRun,
         if panel.grade is not None:
             frame[panel.grade] = grade_panel(record, task)
         if panel.optimal is not None:
-            frame[panel.optimal] = shown_optimum(RecordView(record), task, OPTIMUM_LABEL)
+            frame[panel.optimal] = shown_optimum(Record(record), task, OPTIMUM_LABEL)
         if slots.episode_info is not None:
             frame[slots.episode_info] = episode_markdown(slots.ctx, run, request)
     return frame
@@ -389,8 +388,8 @@ def replay_frame(slots: Any, record: dict, request: gr.Request | None, *, masked
     `masked` as for EpisodeFrames."""
     ctx = slots.ctx
     task = ctx.task_for(str(record.get("task_id") or ""), None)
-    view = LiveView(task, show_tokens=not masked and not RecordView(record).baseline)
-    view.extend(record_events(record))
+    view = LiveView(task, show_tokens=not masked and not Record(record).baseline)
+    view.extend(Record(record).events())
     episode_id = str(record.get("episode_id") or "")
     frame = {**stored_rollout(slots.panel, masked_record(record) if masked else record, task,
                               optimum_label=OPTIMUM_LABEL),
