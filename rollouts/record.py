@@ -127,9 +127,6 @@ class Record:
     data: Mapping[str, Any]
     kept_events: tuple[Event, ...] | None = field(default=None, repr=False)  # from_events': what it was made from
 
-    def get(self, key: str, default: Any = None) -> Any:
-        return self.data.get(key, default)
-
     @property
     def episode_id(self) -> str:
         return str(self.data.get("episode_id") or "")
@@ -156,6 +153,16 @@ class Record:
     def run(self) -> str:
         """The batch run it belongs to ("" for one played on its own)."""
         return str(self.data.get("run") or "")
+
+    @property
+    def started_stamp(self) -> str:
+        """When it started, as the record says it (`2026-05-01T12:00:00Z`; "" when it does not)."""
+        return str(self.data.get("started") or "")
+
+    @property
+    def app_version(self) -> str:
+        """The version of the app that played it ("" when the record does not say)."""
+        return str(self.data.get("app_version") or "")
 
     @property
     def limits(self) -> dict:
@@ -277,6 +284,11 @@ class Record:
     def errors(self) -> list[str]:
         errors = self.data.get("errors")
         return [e for e in errors if isinstance(e, str)] if isinstance(errors, list) else []
+
+    @classmethod
+    def of(cls, record: Record | Mapping[str, Any]) -> Record:
+        """A Record as it is, or a record's JSON read as one (what a function taking either begins with)."""
+        return record if isinstance(record, Record) else cls(record)
 
     # -- its steps, addressable ------------------------------------------------------------------------------
 

@@ -11,6 +11,6 @@ from rollouts.record import Record
 from viewer.chat import chat_messages
 
 
-def record_messages(record: Mapping[str, Any], task: Mapping[str, Any] | None = None) -> list[ChatMessage]:
+def record_messages(rollout: Record | Mapping[str, Any], task: Mapping[str, Any] | None = None) -> list[ChatMessage]:
     """The chat of a stored rollout, rendered exactly like a live one."""
-    return chat_messages(Record(record).events(), task)
+    return chat_messages(Record.of(rollout).events(), task)

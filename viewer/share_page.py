@@ -64,11 +64,11 @@ def isolated(value: Any, limit: int = 200) -> str:
 
 # -- the finished rollout ----------------------------------------------------------------------------------------
 
-def rollout_page(record: Mapping[str, Any], row: Mapping[str, Any], task: Mapping[str, Any] | None,
+def rollout_page(rollout: Record | Mapping[str, Any], row: Mapping[str, Any], task: Mapping[str, Any] | None,
                  links: PageLinks) -> str:
     """The share page of a finished rollout; `row` is its index row (where it came from), `task` the full task when
     this Space has it (else the page says why there is no chart)."""
-    view = Record(record)
+    view = Record.of(rollout)
     title = f"{clean(view.model or '?', 120)} on {clean(view.task_id or '?', 100)}"
     description = " · ".join(outcome_words(view, task))
     head = _head(title, description, links)
@@ -81,12 +81,12 @@ def rollout_page(record: Mapping[str, Any], row: Mapping[str, Any], task: Mappin
     best = optimum_scene(task, view.last_plan, label=f"{clean(view.model, 60)}'s last plan") if steps else None
     optimum = (f'<details class="optimum"><summary>Beside the proven optimum</summary>{chart_svg(best)}</details>'
                if best is not None else "")
-    grade = (f'<section class="grade">{markdown_html(grade_panel(dict(record), task))}'
-             f'{markdown_html(usage_summary(dict(record), heading=False))}</section>')
+    grade = (f'<section class="grade">{markdown_html(grade_panel(view, task))}'
+             f'{markdown_html(usage_summary(view, heading=False))}</section>')
     body = (_top(links, "Open in the arena")
             + _header(view, task, _facts(view, task))
             + f'<main class="layout"><div class="picture">{chart}{optimum}</div>{grade}</main>'
-            + transcript_html(record_messages(record, task), raw=links.raw)
+            + transcript_html(record_messages(view, task), raw=links.raw)
             + _footer(view, row))
     return _document(head, body)
 
@@ -138,7 +138,7 @@ def _header(view: Record, task: Mapping[str, Any] | None, facts: str) -> str:
         where.append(f"{plain(ships, 8)} ships")
     if summary.get("quay"):
         where.append(f"quay {isolated(summary['quay'], 20)}")
-    started = str(view.get("started") or "").replace("T", " ").removesuffix("Z")[:16]
+    started = view.started_stamp.replace("T", " ").removesuffix("Z")[:16]
     if started:
         where.append(f"{plain(started, 16)} UTC")
     return (f'<section class="head"><h1>{isolated(view.model or "?", 200)}</h1>'
@@ -157,10 +157,10 @@ def _effort(view: Record) -> str:
 
 def _footer(view: Record, row: Mapping[str, Any]) -> str:
     origin = [f"rollout {isolated(view.episode_id, 64)}", f"from {isolated(row.get('source') or '?', 20)}"]
-    if view.get("run"):
-        origin.append(f"run {isolated(view.get('run'), 80)}")
-    if view.get("app_version"):
-        origin.append(f"arena {plain(view.get('app_version'), 20)}")
+    if view.run:
+        origin.append(f"run {isolated(view.run, 80)}")
+    if view.app_version:
+        origin.append(f"arena {plain(view.app_version, 20)}")
     return f'<footer><p>{" · ".join(origin)}</p><p>{ATTRIBUTION}</p></footer>'
 
 

@@ -96,3 +96,15 @@ def test_a_record_without_steps_has_its_submitted_plan_as_its_one_draft():
                      "messages": []})
     (draft,) = record.drafts
     assert (draft.index, draft.turn, draft.tool, draft.plan, draft.answer) == (1, 7, "submit_plan", [{"ship": 1}], {})
+
+
+def test_the_plans_to_step_through_from_events_and_from_a_record():
+    steps = [{"turn": 1, "tool": "check_plan", "plan": [], "result": {"feasible": False}},
+             {"turn": 2, "tool": "submit_plan", "plan": [], "result": {"submitted": True}}]
+    events = [{"type": "turn_started", "turn": 1},
+              {"type": "tool_result", "name": "get_situation", "step": None},
+              {"type": "tool_result", "name": "check_plan", "step": steps[0]},
+              {"type": "tool_result", "name": "submit_plan", "step": steps[1]}]
+    assert Record.from_events(events).plan_steps == steps == Record({"steps": steps}).plan_steps
+    assert [d.tool for d in Record.from_events(events).drafts] == ["check_plan", "submit_plan"]
+    assert Record({"steps": None}).plan_steps == []

@@ -2,8 +2,8 @@
 `record.get("usage")`, no `final.get("grade")` of a record's final anywhere in viewer/.
 
 The scan reads viewer/ with `ast`. A value is a record when its name says so (`record`, `rollout`, `finished`,
-`*_record`, `record_*`), when it is an event's `["record"]`, when it comes from the one door that loads a record
-by id (`load_record`, `records.get`), or when a name is assigned from one of these (or from a read of one: `final =
+`*_record`, `record_*`), when it is an event's `["record"]`, a Record or a Record's JSON (`.data`), when it comes from the one door that loads a record
+by id the old way (`load_record`, `records.get`), or when a name is assigned from one of these (or from a read of one: `final =
 record.get("final") or {}` makes `final` a record's part). Any string-keyed subscript or `.get` on such a value is
 a direct read. The made-up modules below show the scan finding each kind and leaving other dicts alone.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 _RECORD_NAME = re.compile(r"^(record|rollout|finished)$|_record$|^record_|_rollout$")
-_DOORS = ("load_record",)  # a call that hands back a record by id
+_DOORS = ("load_record",)  # a call that hands back a record by id (viewer.records' `find` hands back a Found)
 
 
 def _ident(node: ast.AST) -> str | None:
@@ -52,14 +52,24 @@ class _Scope:
         for _ in range(3):  # names assigned from names assigned from a record
             for node in nodes:
                 value = getattr(node, "value", None)
-                if not isinstance(node, ast.Assign | ast.AnnAssign) or value is None or not self.is_record(value):
+                if not isinstance(node, ast.Assign | ast.AnnAssign) or value is None:
                     continue
                 for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
-                    if _is_door(value) and isinstance(target, ast.Tuple):  # (record, index row)
-                        target = target.elts[0]
-                    self.records.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+                    pairs = [(target, value)]
+                    if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) \
+                            and len(target.elts) == len(value.elts):  # view, row = found.record, found.row
+                        pairs = list(zip(target.elts, value.elts, strict=True))
+                    elif isinstance(target, ast.Tuple) and _is_door(value):  # (record, index row)
+                        pairs = [(target.elts[0], value)]
+                    for name, source in pairs:
+                        if self.is_record(source):
+                            self.records.update(n.id for n in ast.walk(name) if isinstance(n, ast.Name))
 
     def is_record(self, node: ast.AST) -> bool:
+        if isinstance(node, ast.Attribute) and node.attr == "data" and self.is_record(node.value):
+            return True  # a Record's JSON: record.data["final"] is as direct as record["final"]
+        if isinstance(node, ast.Call) and "Record" in ast.unparse(node.func):
+            return True  # Record(...), Record.of(...), Record.from_events(...)
         if isinstance(node, ast.Name | ast.Attribute):
             name = _ident(node) or ""
             return bool(_RECORD_NAME.search(name)) or (isinstance(node, ast.Name) and name in self.records)
@@ -120,14 +130,17 @@ def test_each_kind_of_direct_read_is_found():
             return (left.get("usage"), self.record.get("steps"), run.record["messages"], row.get("source"),
                     picked.get("task_id"))
 
-        def finished_line(finished):
-            return finished.get("reward")
+        def finished_line(finished, events, found):
+            view = Record.of(finished)
+            return (finished.get("reward"), view.data["final"], Record.from_events(events).data.get("usage"),
+                    found.record.data["steps"])
     ''')
     found = {read.split(": ", 1)[1] for read in direct_reads(module)}
     assert found == {"record.get('model')", "record['final']['grade']", "record['final']", "record.get('final')",
                      "final.get('grade')", "event['record']['end_reason']", "other['turns']", "left.get('usage')",
                      "self.record.get('steps')", "run.record['messages']", "finished.get('reward')",
-                     "picked.get('task_id')"}
+                     "picked.get('task_id')", "view.data['final']", "Record.from_events(events).data.get('usage')",
+                     "found.record.data['steps']"}
 
 
 def test_other_dicts_and_the_record_itself_are_not_reads():
