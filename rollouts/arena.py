@@ -45,10 +45,11 @@ def standing(rollout: Record | Mapping[str, Any]) -> Standing:
         # The checks the server accepted, as the index's `checks` counts them (rollouts.record.accepted).
         checks = len(view.checks)
         tokens = _mapping(view.data.get("usage")).get("output_tokens")
+        reward = view.data.get("reward")
     else:
         cost = rollout.get("cost") if rollout.get("feasible") is not False else None
-        checks, tokens = rollout.get("checks"), rollout.get("output_tokens")
-    return Standing(reward=_number(rollout.get("reward")) or 0.0, cost=_number(cost), checks=_count(checks),
+        checks, tokens, reward = rollout.get("checks"), rollout.get("output_tokens"), rollout.get("reward")
+    return Standing(reward=_number(reward) or 0.0, cost=_number(cost), checks=_count(checks),
                     output_tokens=_count(tokens))
 
 
