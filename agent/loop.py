@@ -9,7 +9,6 @@ rollout kept as it stands.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable, Generator, Iterator
@@ -29,8 +28,6 @@ from agent.tasks import task_for
 from rollouts import events as ev
 from rollouts.record import apply_tool_outcome, finish
 from rollouts.schema import new_episode_id, valid_episode_id
-
-EPISODE_OVER = '{"error": "the episode is over"}'
 
 
 def turns_left_suffix(left: int) -> str:
@@ -258,11 +255,11 @@ def _play_calls(episode: _Episode, provider: ModelAPI, calls: list[ToolCall]) ->
         for call in calls:
             arguments, problem = call.parsed()
             if done:
-                problem = "the episode is over"
+                problem = ev.EPISODE_OVER
             yield emit(ev.tool_call(turn, call.id, call.name, call.arguments, problem))
             if problem is not None:
                 # Answered here, not by the server: an unreadable call never costs a check or a tool call.
-                text = EPISODE_OVER if done else _error_json(problem)
+                text = ev.local_answer(problem)
                 yield emit(ev.tool_result(turn, call.id, call.name, text, data=parse_json(text), local=True))
             else:
                 text, done = yield from _server_call(episode, call, arguments or {})
@@ -291,10 +288,6 @@ def _server_call(episode: _Episode, call: ToolCall, arguments: dict) -> Generato
     yield episode.emit(ev.tool_result(turn, call.id, call.name, text, data=data, done=outcome.done,
                                       reward=outcome.reward, metadata=outcome.metadata, step=step))
     return text, outcome.done
-
-
-def _error_json(message: str) -> str:
-    return json.dumps({"error": message}, ensure_ascii=False)
 
 
 def _embedded_url() -> str:

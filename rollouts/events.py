@@ -148,6 +148,15 @@ def validate_event(event: Any) -> None:
         raise EventError(f"{event['type']}.seq: every emitted event carries its sequence number")
 
 
+# Why a call sent after the call that ended the episode (in the same turn) never reaches the server.
+EPISODE_OVER = "the episode is over"
+
+
+def local_answer(problem: str) -> str:
+    """The loop's own answer to a call that never reaches the server (what the model and the record read)."""
+    return json.dumps({"error": problem}, ensure_ascii=False)
+
+
 def parse_arguments(arguments: str) -> tuple[dict | None, str | None]:
     """A tool call's arguments as a dict, or why they cannot reach the server (a `tool_call` event's `error`).
 

@@ -4,7 +4,7 @@ The live chat, Browse's transcript and the share page render one stream of event
 back into them. A record keeps less than the live stream (no timestamps, no per-turn usage, no argument errors),
 so the replayed events carry what the record has: whole reasoning and text per turn instead of deltas, no `t`
 stamps (so no durations), the total usage on the last turn, argument errors decided again by the loop's own rule
-and words (`rollouts.events.parse_arguments`), and for user notes stored without their kind (upstream's records)
+and words (`rollouts.events.parse_arguments`; a call after the episode's end known by the loop's own answer), and for user notes stored without their kind (upstream's records)
 the kind `note_kind` reads from their words and place.
 
 Records written without kinds (upstream's harness, PORTSIM_SPEC §9.1, stores its notes as bare `{role: user,
@@ -76,6 +76,7 @@ class _Replay:
     last_assistant: Mapping[str, Any] | None = None
     step_at: int = 0
     call_errors: dict[str, str | None] = field(default_factory=dict)
+    over: set[str] = field(default_factory=set)  # calls the loop answered "the episode is over"
 
     def assistant(self, message: Mapping[str, Any]) -> None:
         if self.open_turn:
@@ -93,8 +94,8 @@ class _Replay:
             arguments = call.get("arguments")
             if not isinstance(arguments, str):
                 arguments = json.dumps(arguments, ensure_ascii=False)
-            error = ev.parse_arguments(arguments)[1]
             call_id = str(call.get("id") or "")
+            error = ev.EPISODE_OVER if call_id in self.over else ev.parse_arguments(arguments)[1]
             self.call_errors[call_id] = error
             self.events.append(ev.tool_call(self.turn, call_id, str(call.get("name") or ""), arguments, error))
 
@@ -147,6 +148,10 @@ def record_events(record: Mapping[str, Any]) -> list[Event]:
     first_user = next((m for m in messages if m.get("role") == "user"), None)
     replay = _Replay(record, max_turns if isinstance(max_turns, int) and not isinstance(max_turns, bool) else None,
                      [s for s in record.get("steps") or [] if isinstance(s, dict)])
+    # A call after the one that ended the episode was answered by the loop, in its own words (rollouts.events).
+    over = ev.local_answer(ev.EPISODE_OVER)
+    replay.over = {str(m.get("tool_call_id") or "") for m in messages
+                   if m.get("role") == "tool" and m.get("content") == over}
     replay.events.append(ev.episode_started(
         episode_id=str(record.get("episode_id") or ""), task_id=str(record.get("task_id") or ""),
         model=str(record.get("model") or ""), env_url=_str_or_none(record.get("env_url")),

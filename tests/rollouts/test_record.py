@@ -50,6 +50,19 @@ def test_a_bad_tool_call_gives_the_same_error_live_and_replayed(live_events):
     assert len(shown_live) == 2 and shown_replayed == shown_live
 
 
+def test_a_call_after_the_end_gives_the_same_error_live_and_replayed(env_url, monkeypatch):
+    # The submit ends the episode; the check sent after it in the same turn never reaches the server.
+    script = [Turn(ToolCall("submit_plan", optimal_args()), ToolCall("check_plan", optimal_args()))]
+    with ChatPeer(script) as peer:
+        monkeypatch.setenv("HF_ROUTER_URL", peer.url + "/v1")
+        monkeypatch.setenv("HF_TOKEN", "hf_test")
+        live = list(stream_episode("hf:org/planner", TASK_ID, env_url=env_url, max_turns=3))
+    assert call_errors(live) == [None, "the episode is over"]
+    replayed = Record(Record.from_events(live).data).events()
+    assert call_errors(replayed) == call_errors(live)
+    assert [e["local"] for e in replayed if e["type"] == "tool_result"] == [False, True]
+
+
 def test_a_record_made_from_events_gives_them_back(live_events):
     assert Record.from_events(live_events).events() == live_events
     # a stored record replays: the same steps in the same order, without the live stamps
