@@ -1,6 +1,6 @@
 """One episode: a model plays a berth-planning task through the server's tools, turn by turn.
 
-`stream_episode` is a generator of events (agent/events.py), token by token; `run_episode` drains it and returns
+`stream_episode` is a generator of events (rollouts/events.py), token by token; `run_episode` drains it and returns
 the rollout record. The semantics follow the upstream harness (DESIGN.md "One episode"): the rules are the system
 prompt, the situation opens the chat, each tool result says how many turns are left, the last turn asks for a
 submission, two turns in a row without a tool call end the episode, and every failure is recorded with the
@@ -9,27 +9,24 @@ rollout kept as it stands.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from agent import events as ev
 from agent.interrupt import Interrupt, Interrupted
 from agent.limits import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, DEFAULT_WALL_CLOCK_S, valid_task_id
 from agent.netguard import ServerPolicy, http_url
 from agent.notes import CUTOFF_NOTES, CUTOFF_NUDGE, LAST_TURN, NUDGE, OPENING
 from agent.providers.base import NOTES_CHARS, ModelAPI, ModelTurn, ToolCall, scrub
 from agent.providers.registry import check_endpoint, make_provider, parse_spec, resolve_key
-from agent.record import new_record, parse_json, plan_value, task_summary
+from agent.record import new_record, parse_json, task_summary
 from agent.session import EnvSession
 from berth_env import load_pack
+from rollouts import events as ev
+from rollouts.record import apply_tool_outcome, finish
 from rollouts.schema import new_episode_id, valid_episode_id
-
-PLAN_TOOLS = ("check_plan", "submit_plan")
-EPISODE_OVER = '{"error": "the episode is over"}'
 
 
 def turns_left_suffix(left: int) -> str:
@@ -217,9 +214,7 @@ def _finish_record(episode: _Episode, started: float) -> dict:
     record, provider = episode.record, episode.provider
     if provider is not None and provider.provider_switches:
         record["provider_switches"] = [scrub(s, episode.secrets) for s in provider.provider_switches]
-    record["end_reason"] = record["end_reason"] or "turn_limit"
-    record["seconds"] = round(time.monotonic() - started, 1)
-    return record
+    return finish(record, "turn_limit", time.monotonic() - started)
 
 
 def run_episode(model: str, task_id: str, **options: Any) -> dict:
@@ -268,11 +263,11 @@ def _play_calls(episode: _Episode, provider: ModelAPI, calls: list[ToolCall]) ->
         for call in calls:
             arguments, problem = call.parsed()
             if done:
-                problem = "the episode is over"
+                problem = ev.EPISODE_OVER
             yield emit(ev.tool_call(turn, call.id, call.name, call.arguments, problem))
             if problem is not None:
                 # Answered here, not by the server: an unreadable call never costs a check or a tool call.
-                text = EPISODE_OVER if done else _error_json(problem)
+                text = ev.local_answer(problem)
                 yield emit(ev.tool_result(turn, call.id, call.name, text, data=parse_json(text), local=True))
             else:
                 text, done = yield from _server_call(episode, call, arguments or {})
@@ -293,26 +288,14 @@ def _server_call(episode: _Episode, call: ToolCall, arguments: dict) -> Generato
     episode.interrupt.check()
     outcome = episode.session.call(call.name, arguments)
     text, data = outcome.text, parse_json(outcome.text)
-    step = None
-    if call.name in PLAN_TOOLS:
-        result = data if isinstance(data, dict) else {"text": text}
-        step = {"turn": turn, "tool": call.name, "plan": plan_value(arguments.get("plan")), "result": result}
-        record["steps"].append(step)
-    if outcome.done:
-        record["reward"] = float(outcome.reward or 0.0)
-        if call.name == "submit_plan" and not outcome.is_error:
-            record["final"] = {"submitted": True, "plan": step["plan"] if step else None,
-                               "grade": outcome.metadata.get("grade"), "rubric": outcome.metadata.get("rubric")}
-            record["end_reason"] = "submitted"
-        else:
-            record["end_reason"] = outcome.metadata.get("end_reason") or "server_ended"
+    step, ended = apply_tool_outcome(record, turn=turn, tool=call.name, plan=arguments.get("plan"), text=text,
+                                     data=data, done=outcome.done, reward=outcome.reward, metadata=outcome.metadata,
+                                     is_error=outcome.is_error)
+    if ended is not None:
+        record["end_reason"] = ended
     yield episode.emit(ev.tool_result(turn, call.id, call.name, text, data=data, done=outcome.done,
                                       reward=outcome.reward, metadata=outcome.metadata, step=step))
     return text, outcome.done
-
-
-def _error_json(message: str) -> str:
-    return json.dumps({"error": message}, ensure_ascii=False)
 
 
 def _embedded_url() -> str:

@@ -53,18 +53,6 @@ def task_summary(task_id: str, reset_metadata: dict, task: dict | None) -> dict:
     return summary
 
 
-def plan_value(plan: Any) -> Any:
-    """A plan as the model sent it -> a list where it parses (a JSON string is decoded, `{"plan": [...]}` unwrapped)."""
-    if isinstance(plan, str):
-        try:
-            plan = json.loads(plan)
-        except (json.JSONDecodeError, RecursionError):
-            return plan
-    if isinstance(plan, dict) and isinstance(plan.get("plan"), list):
-        plan = plan["plan"]
-    return plan
-
-
 def parse_json(text: str) -> Any:
     """A server's tool output parsed as JSON, or None when it is plain text.
 

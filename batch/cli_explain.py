@@ -28,7 +28,7 @@ def main(args: argparse.Namespace) -> int:
     from berth_env.gap import split_gap
     from catalog.tasks import task_for
     from rollouts.archive import Archive, RolloutNotFound
-    from rollouts.record_view import RecordView
+    from rollouts.record import Record
     from rollouts.sources import SourceError
 
     root = args.dir or default_rollout_dir()
@@ -37,7 +37,7 @@ def main(args: argparse.Namespace) -> int:
     except (RolloutNotFound, SourceError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    view = RecordView(record)
+    view = Record(record)
     task = task_for(view.task_id)
     if task is None or "optimal_plan" not in (task.get("reference") or {}):
         print(f"error: task {view.task_id!r} is not in this catalog with its reference plans, so its optimum is "

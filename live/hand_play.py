@@ -28,17 +28,16 @@ from typing import Any
 
 from agent.limits import InputTooLarge, check_input, valid_task_id
 from agent.notes import OPENING
-from agent.record import new_record, parse_json, plan_value, task_summary
+from agent.record import new_record, parse_json, task_summary
 from agent.session import EnvError, EnvSession
 from catalog.tasks import task_for
 from live.quota import QuotaExceeded, SaveQuota
-from rollouts.record_view import RecordView
+from rollouts.record import Record, apply_tool_outcome, finish
 from rollouts.schema import new_episode_id
 
 log = logging.getLogger(__name__)
 
 HUMAN = "human"
-PLAN_TOOLS = ("check_plan", "submit_plan")
 DEFAULT_IDLE_S = 1800.0
 MAX_OPEN = 32
 MAX_PER_VISITOR = 3
@@ -258,20 +257,15 @@ class PlayRegistry:
                 {"role": "assistant", "content": "", "reasoning": "", "stop": "tool_use",
                  "tool_calls": [{"id": call_id, "name": tool, "arguments": json.dumps(arguments, ensure_ascii=False)}]},
                 {"role": "tool", "tool_call_id": call_id, "name": tool, "content": outcome.text}]
-            data = parse_json(outcome.text)
-            result = data if isinstance(data, dict) else {"text": outcome.text}
-            step = {"turn": turn, "tool": tool, "plan": plan_value(plan), "result": result}
-            record["steps"].append(step)
+            step, ended = apply_tool_outcome(record, turn=turn, tool=tool, plan=plan, text=outcome.text,
+                                             data=parse_json(outcome.text), done=outcome.done, reward=outcome.reward,
+                                             metadata=outcome.metadata, is_error=outcome.is_error)
+            assert step is not None  # hand play sends plan tools only
+            result = step["result"]
             if tool == "check_plan" and isinstance(result.get("checks_left"), int):
                 episode.checks_left = result["checks_left"]
-            if outcome.done:
-                record["reward"] = float(outcome.reward or 0.0)
-                if tool == "submit_plan" and not outcome.is_error:
-                    record["final"] = {"submitted": True, "plan": step["plan"],
-                                       "grade": outcome.metadata.get("grade"), "rubric": outcome.metadata.get("rubric")}
-                    self._end(episode, "submitted", locked=True)
-                else:
-                    self._end(episode, outcome.metadata.get("end_reason") or "server_ended", locked=True)
+            if ended is not None:
+                self._end(episode, ended, locked=True)
             return result
 
     def _end(self, episode: HandEpisode, reason: str, *, locked: bool = False) -> None:
@@ -287,12 +281,11 @@ class PlayRegistry:
             while len(self._ended) > FINISHED_KEPT:
                 self._ended.popitem(last=False)
         record = episode.record
-        record["end_reason"] = reason
         ended = time.monotonic() if reason in ("submitted", "error", "tool_call_limit", "server_ended") \
             else episode.last_seen
-        record["seconds"] = round(ended - episode.started, 1)
+        finish(record, reason, ended - episode.started)
         episode.session.close(wait=False)
-        if not RecordView(record).started:  # looking at a task is not a rollout
+        if not Record(record).started:  # looking at a task is not a rollout
             self._give_back(episode.visitor)
             return
         try:

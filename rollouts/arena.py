@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from rollouts.record_view import RecordView
+from rollouts.record import Record
 
 Side = Literal["a", "b", "tie"]
 CRITERIA = ("reward", "cost", "checks", "output_tokens")
@@ -37,18 +37,19 @@ class Standing:
     output_tokens: int | None
 
 
-def standing(rollout: Mapping[str, Any]) -> Standing:
-    """A side's figures, from a record (it has `steps` or `final`) or from an index row."""
-    if "steps" in rollout or "final" in rollout:
-        view = RecordView(rollout)
+def standing(rollout: Record | Mapping[str, Any]) -> Standing:
+    """A side's figures, from a record (a Record, or JSON with `steps` or `final`) or from an index row."""
+    if isinstance(rollout, Record) or "steps" in rollout or "final" in rollout:
+        view = Record.of(rollout)
         cost = view.grade.get("cost") if view.submitted and view.feasible else None
-        # The checks the server accepted, as the index's `checks` counts them (rollouts.record_view.accepted).
+        # The checks the server accepted, as the index's `checks` counts them (rollouts.record.accepted).
         checks = len(view.checks)
-        tokens = _mapping(rollout.get("usage")).get("output_tokens")
+        tokens = _mapping(view.data.get("usage")).get("output_tokens")
+        reward = view.data.get("reward")
     else:
         cost = rollout.get("cost") if rollout.get("feasible") is not False else None
-        checks, tokens = rollout.get("checks"), rollout.get("output_tokens")
-    return Standing(reward=_number(rollout.get("reward")) or 0.0, cost=_number(cost), checks=_count(checks),
+        checks, tokens, reward = rollout.get("checks"), rollout.get("output_tokens"), rollout.get("reward")
+    return Standing(reward=_number(reward) or 0.0, cost=_number(cost), checks=_count(checks),
                     output_tokens=_count(tokens))
 
 
@@ -70,7 +71,7 @@ class Verdict:
         return f"{line} after equal {_listed([_PLURAL[c] for c in before])}." if before else f"{line}."
 
 
-def verdict(a: Mapping[str, Any], b: Mapping[str, Any]) -> Verdict:
+def verdict(a: Record | Mapping[str, Any], b: Record | Mapping[str, Any]) -> Verdict:
     """The verdict of a match between rollouts `a` and `b` (records or index rows) of one task."""
     first, second = standing(a), standing(b)
     for criterion in CRITERIA:

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from rollouts.layout import PUSH_DIR, WRITER_ID
-from rollouts.record_view import RecordView
+from rollouts.record import Record
 from rollouts.schema import RecordError, started_at, valid_episode_id
 
 log = logging.getLogger(__name__)
@@ -131,7 +131,7 @@ class RunningJournal:
                           entry_path.name, why)
                 if set_aside is not None:
                     set_aside(entry if entry is not None else repr(entry_path.name), f"journal entry: {why}")
-            elif not RecordView(entry["record"]).started:
+            elif not Record(entry["record"]).started:
                 # Its player never took a turn: nothing was played, so there is no rollout to close.
                 log.warning("episode %s died before its first turn: not a rollout, not saved", entry_path.stem)
             elif not saved(entry_path.stem):

@@ -41,7 +41,8 @@ from typing_extensions import TypedDict
 from rollouts.arena import verdict
 from rollouts.jsonio import append_line, atomic_write, json_line, read_json_lines, rewrite_lines
 from rollouts.layout import MATCH_GLOB, PUSH_DIR, WRITER_ID, match_rel
-from rollouts.schema import first_problem, new_episode_id, started_at, utc_stamp, valid_episode_id
+from rollouts.problems import first_problem
+from rollouts.schema import new_episode_id, started_at, utc_stamp, valid_episode_id
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ Every figure is computed from what the record already holds (its `steps`, `messa
 and is null where it does not apply or the record cannot say, never a guess:
 
 - `checks_to_feasible`: how many checks the server accepted up to and including the first feasible one (the checks
-  the index's `checks` counts: rollouts.record_view.RecordView.checks). A check is feasible when the server's answer
+  the index's `checks` counts: rollouts.record.Record.checks). A check is feasible when the server's answer
   says `feasible: true` with a cost. Null when no check was feasible.
 - `turns_to_feasible`: the model turn of that check (1-based, as steps record it).
 - `tokens_to_feasible`: output tokens of turns 1 to `turns_to_feasible`, from each assistant message's `usage`
@@ -26,7 +26,7 @@ import math
 from typing import Any
 
 from rollouts.prices import episode_usd
-from rollouts.record_view import RecordView
+from rollouts.record import Record
 
 METRIC_COLUMNS: dict[str, type] = {
     "checks_to_feasible": int,
@@ -53,7 +53,7 @@ def check_cost(step: Any) -> int | None:
 
 def episode_metrics(record: dict) -> dict[str, Any]:
     """The figures above for one record (keys of METRIC_COLUMNS). Never raises on odd values: they become null."""
-    view = RecordView(record)
+    view = Record(record)
     checks = view.checks
     costs = [check_cost(step) for step in checks]
     first = next((i for i, cost in enumerate(costs) if cost is not None), None)
@@ -86,7 +86,7 @@ def output_tokens_until(record: dict, turn: int) -> int | None:
     return None
 
 
-def beat_naive(view: RecordView) -> bool | None:
+def beat_naive(view: Record) -> bool | None:
     """The submitted plan was graded feasible and costs less than the task's naive plan (null when the naive cost
     is unknown)."""
     naive = view.task.get("naive_cost") if view.task.get("naive_cost") is not None else view.grade.get("naive_cost")

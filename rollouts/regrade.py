@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from berth_env import PlanError, evaluate, grade
-from rollouts.record_view import RecordView
+from rollouts.record import Record
 from rollouts.schema import record_problem
 
 FLIP_TOLERANCE = 1e-9
@@ -83,7 +83,7 @@ class RegradeReport:
 
 def regrade_record(record: dict, task: dict) -> Regrade:
     """`record` graded again against `task` (the full task, references included)."""
-    view = RecordView(record)
+    view = Record(record)
     stored, submitted = view.grade, view.submitted
     new_grade = grade(task, view.final.get("plan")) if submitted else None
     old_reward = record.get("reward")

@@ -25,7 +25,8 @@ from typing_extensions import TypedDict
 
 from berth_env import TIERS
 from rollouts.metrics import METRIC_COLUMNS, episode_metrics
-from rollouts.record_view import RecordView
+from rollouts.problems import first_problem
+from rollouts.record import Record
 
 __all__ = [
     "ANNOTATIONS",
@@ -36,10 +37,9 @@ __all__ = [
     "SCHEMA_VERSION",
     "TIERS",
     "BrowseColumn",
-    "Record",
     "RecordError",
+    "RecordSchema",
     "coerce_cell",
-    "first_problem",
     "index_row",
     "model_name",
     "new_episode_id",
@@ -107,7 +107,7 @@ class Usage(_Strict):
     output_tokens: int
 
 
-class Record(_Strict):
+class RecordSchema(_Strict):
     """One rollout (DESIGN.md "The rollout record"); keys not listed here are allowed and kept."""
 
     schema_version: int
@@ -134,19 +134,11 @@ class Record(_Strict):
     regrade: NotRequired[dict]  # the grade under a later grader, beside the original (rollouts.regrade)
 
 
-_RECORD = pydantic.TypeAdapter(Record)
+_RECORD = pydantic.TypeAdapter(RecordSchema)
 
 
 class RecordError(ValueError):
     """A record that does not follow the schema; the message names the field."""
-
-
-def first_problem(exc: pydantic.ValidationError, what: str) -> str:
-    """A validation error as one line naming the field: `final.submitted: Input should be ... (and 2 more)`."""
-    first = exc.errors()[0]
-    where = ".".join(str(part) for part in first["loc"]) or what
-    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-    return f"{where}: {first['msg']}{more}"
 
 
 def record_problem(record: Any) -> str | None:
@@ -178,7 +170,7 @@ def parse_record(data: bytes, episode_id: str) -> dict:
     return record
 
 
-def validate_record(record: Any) -> Record:
+def validate_record(record: Any) -> RecordSchema:
     """The record itself when it follows the schema; RecordError naming the field otherwise."""
     problem = record_problem(record)
     if problem is not None:
@@ -303,7 +295,7 @@ BROWSE_COLUMNS: dict[str, BrowseColumn] = {
 
 def index_row(record: dict, path: str) -> dict[str, Any]:
     """The flat row for `record`, stored at `path` (repo-relative). Never raises on odd values: they become null."""
-    view = RecordView(record)
+    view = Record(record)
     task, grade, usage = view.task, view.grade, _dict(record.get("usage"))
     model = record.get("model")
     row = {

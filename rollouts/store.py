@@ -54,7 +54,7 @@ from rollouts.layout import (
     locate_record,
     record_rel,
 )
-from rollouts.record_view import RecordView
+from rollouts.record import Record
 from rollouts.schema import (
     ANNOTATIONS,
     COLUMNS,
@@ -83,7 +83,7 @@ def default_writer_id() -> str:
 
 
 class NotStarted(ValueError):
-    """A record of an episode that ended before its player's first turn (rollouts.record_view.STARTED_SQL's rule):
+    """A record of an episode that ended before its player's first turn (rollouts.record.STARTED_SQL's rule):
     not a rollout, so it is not saved. The message is words for the person who started it."""
 
 
@@ -139,7 +139,7 @@ class RolloutStore:
         if problem is not None:
             self._set_aside(record, problem)
             raise RecordError(f"rollout not saved: {problem}")
-        if not RecordView(record).started:
+        if not Record(record).started:
             raise NotStarted("The episode ended before its first turn, so it is not a rollout and nothing was saved.")
         episode_id = record["episode_id"]
         rel = record_rel(record)

@@ -34,7 +34,7 @@ from typing import Any
 
 from rollouts.conversations import conversation, opening
 from rollouts.jsonio import encode_record, fsync_dir
-from rollouts.record_view import RecordView
+from rollouts.record import Record
 from rollouts.sources import SourceError
 
 EVAL_SPLIT = "eval"
@@ -104,7 +104,7 @@ class _Task:
 
 
 def export(rows: Iterable[Mapping[str, Any]], fetch: Callable[[Mapping[str, Any]], Mapping[str, Any]], folder: Path,
-           *, split_of: Callable[[RecordView], str | None], clean: Callable[[Any], Any], environment: Environment,
+           *, split_of: Callable[[Record], str | None], clean: Callable[[Any], Any], environment: Environment,
            settings: ExportSettings = ExportSettings(), progress: Callable[[int], None] | None = None) -> Counts:
     """Write the three configs' data files into `folder` from the rollouts of `rows` (index rows; `fetch` gives a
     row's record, raising OSError, ValueError or SourceError for one that cannot be read). `progress(n)`: n more
@@ -133,14 +133,14 @@ def export(rows: Iterable[Mapping[str, Any]], fetch: Callable[[Mapping[str, Any]
     return counts
 
 
-def _take(view: RecordView, row: Mapping[str, Any], split: str | None, sft: _ConfigFile,
+def _take(view: Record, row: Mapping[str, Any], split: str | None, sft: _ConfigFile,
           groups: dict[tuple[str, str], list[_Played]], tasks: dict[str, _Task], counts: Counts,
           clean: Callable[[Any], Any], environment: Environment, settings: ExportSettings) -> None:
     """One rollout read: left out (and counted why), or its `sft` row written and its place in the pairs and the
     manifest kept."""
     if not _allowed(split, settings, counts):
         return
-    messages = conversation(view.record)
+    messages = conversation(view.data)
     prompt, completion = opening(messages)
     if not prompt or not completion:
         counts.no_conversation += 1
@@ -149,7 +149,7 @@ def _take(view: RecordView, row: Mapping[str, Any], split: str | None, sft: _Con
     counts.splits[str(split)] = counts.splits.get(str(split), 0) + 1
     counts.eval_included += split == EVAL_SPLIT
     task = tasks.setdefault(view.task_id, _Task(view.task_id, str(split), prompt, view.task,
-                                                str(view.get("env_url") or "")))
+                                                view.env_url))
     task.rewards.append(view.reward)
     groups.setdefault((view.task_id, _digest(prompt)), []).append(_Played(row, view.reward, view.model))
     if view.reward >= settings.min_reward:
@@ -209,14 +209,14 @@ def preference_pairs(played: list[_Played], min_gap: float) -> list[tuple[_Playe
     return [(ranked[n - k + i], ranked[i]) for i in range(k)]
 
 
-def _read(row: Mapping[str, Any], fetch: Callable, counts: Counts) -> RecordView | None:
+def _read(row: Mapping[str, Any], fetch: Callable, counts: Counts) -> Record | None:
     counts.read += 1
     try:
         record = fetch(row)
     except (OSError, ValueError, SourceError):  # counted, and the export goes on
         counts.unreadable += 1
         return None
-    return RecordView(record)
+    return Record(record)
 
 
 def _allowed(split: str | None, settings: ExportSettings, counts: Counts) -> bool:
@@ -233,12 +233,12 @@ def _digest(prompt: list[dict]) -> str:
     return hashlib.sha256(json.dumps(prompt, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
-def _about(view: RecordView, split: str) -> dict:
+def _about(view: Record, split: str) -> dict:
     return {"episode_id": view.episode_id, "task_id": view.task_id, "task_split": split, "model": view.model,
             "reward": view.reward}
 
 
-def _sft_row(view: RecordView, messages: list[dict], environment: Environment, split: str) -> dict:
+def _sft_row(view: Record, messages: list[dict], environment: Environment, split: str) -> dict:
     return {"messages": messages, "tools": environment.tools, **_about(view, split),
             "feasible": view.feasible, "end_reason": view.end_reason}
 
@@ -247,11 +247,11 @@ def _dpo_rows(pairs: list[tuple[_Played, _Played]], fetch: Callable, environment
               tasks: dict[str, _Task]) -> Iterable[dict]:
     for chosen, rejected in pairs:
         try:
-            better, worse = RecordView(fetch(chosen.row)), RecordView(fetch(rejected.row))
+            better, worse = Record(fetch(chosen.row)), Record(fetch(rejected.row))
         except (OSError, ValueError, SourceError):  # read a moment ago: a file that went since then leaves its pair out
             continue
-        prompt, chosen_turns = opening(conversation(better.record))
-        _, rejected_turns = opening(conversation(worse.record))
+        prompt, chosen_turns = opening(conversation(better.data))
+        _, rejected_turns = opening(conversation(worse.data))
         yield {"prompt": prompt, "chosen": chosen_turns, "rejected": rejected_turns, "tools": environment.tools,
                "task_id": better.task_id, "task_split": tasks[better.task_id].split,
                "chosen_episode_id": better.episode_id, "rejected_episode_id": worse.episode_id,

@@ -147,7 +147,7 @@ def test_an_import_to_the_right_is_caught_and_one_to_the_left_is_not():
     back = [edge("rollouts.store", "agent.loop"), edge("berth_env.server", "rollouts.schema"),
             edge("viewer.chat", "app"), edge("agent.loop", "viewer.live"), edge("app", "testkit.peers"),
             edge("rollouts.card", "tests.agent_helpers")]
-    fine = [edge("app", "viewer.chat"), edge("viewer.chat", "berth_env.plan"), edge("agent.loop", "agent.events"),
+    fine = [edge("app", "viewer.chat"), edge("viewer.chat", "berth_env.plan"), edge("agent.loop", "rollouts.events"),
             edge("rollouts.store", "yaml"), edge("agent.loop", "rollouts.store"), edge("testkit.app", "app"),
             edge("bench.loop_bench", "agent.loop")]
     assert against_the_layers(back + fine) == back

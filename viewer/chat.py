@@ -1,6 +1,6 @@
 """Episode events -> Gradio chat messages.
 
-`ChatBuilder` takes the loop's events (agent/events.py) one at a time and keeps a list of `gr.ChatMessage`s up to
+`ChatBuilder` takes the loop's events (rollouts/events.py) one at a time and keeps a list of `gr.ChatMessage`s up to
 date, mutating the last messages in place while text streams, so the live Run tab can call `.add(event)` and
 yield `.messages` after every token. The Browse tab replays a stored record as events (viewer/replay.py) and
 goes through the same builder, so a stored rollout looks exactly like a live one.
@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 
 from gradio import ChatMessage
 
+from rollouts.record import Record
 from viewer.markdown import StreamEscaper, code_block, compact_json, escape_cell, escape_md, fmt_num, shorten
 from viewer.summary import failure, grade_lines, grade_words, violation_lines
 
@@ -197,19 +198,17 @@ class ChatBuilder:
                      log=f"turn {event.get('turn')}" if event.get("turn") is not None else None)
 
     def _on_episode_finished(self, event: Event) -> None:
-        record = event.get("record") or {}
+        finished = Record(event.get("record") or {})
         for message in self.messages:
             if message.metadata.get("status") == "pending":
                 message.metadata["status"] = "done"
                 message.metadata["log"] = (message.metadata.get("log", "") + " · no result").lstrip(" ·")
-        reason = str(record.get("end_reason") or "ended")
-        parts = [f"🏁 **Episode ended: {escape_cell(reason)}**"]
-        if isinstance(record.get("reward"), int | float):
-            parts.append(f"reward **{fmt_num(float(record['reward']))}**")
-        if record.get("turns") is not None:
-            parts.append(f"{fmt_num(record.get('turns'))} turns")
-        if isinstance(record.get("seconds"), int | float):
-            parts.append(f"{record['seconds']:.0f} s")
+        parts = [f"🏁 **Episode ended: {escape_cell(finished.end_reason or 'ended')}**",
+                 f"reward **{fmt_num(finished.reward)}**"]
+        if finished.turns is not None:
+            parts.append(f"{fmt_num(finished.turns)} turns")
+        if finished.seconds is not None:
+            parts.append(f"{finished.seconds:.0f} s")
         # A plain line, not a collapsed box: the outcome should be readable without a click.
         self._append(" · ".join(parts))
 

@@ -145,7 +145,8 @@ class AppContext:
         store.hold_back(matches.withheld_episodes)  # ...which the pusher asks too, so the dataset waits as well
         archive.refresh_local(force=True)
         archive.start_remote()  # the Hub sources load while the first visitor arrives
-        return cls(settings, store, registry, plays, archive, RecordCache(archive), matches, tasks, policy)
+        return cls(settings, store, registry, plays, archive, RecordCache(archive, registry.get), matches, tasks,
+                   policy)
 
     def public(self, episode_id: str) -> bool:
         """Whether a door may show this episode (running or stored) yet: not while it is a side of an undecided

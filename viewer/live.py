@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from agent.events import Event
+from rollouts.events import Event
+from rollouts.record import Record
 from viewer.chat import ChatBuilder
 from viewer.summary import status_line
 
@@ -40,8 +41,9 @@ class LiveView:
             self.new_plan = True
         elif kind == "episode_finished":
             self.record = event["record"]
-            if len(self.record.get("steps") or []) > len(self.steps):
-                self.steps = list(self.record["steps"])
+            steps = Record(self.record).steps
+            if len(steps) > len(self.steps):
+                self.steps = list(steps)
                 self.new_plan = True
 
     def extend(self, events: Iterable[Event]) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 import gradio as gr
 
-from rollouts.record_view import RecordView
+from rollouts.record import Record
 from viewer.chart import optimum_chart, step_chart
 from viewer.replay import record_messages
 from viewer.summary import grade_panel, usage_summary
@@ -126,19 +126,19 @@ def draft_slider(panel: RolloutPanel, count: int) -> gr.Slider:
                      label=f"{panel.slider_label} (1-{count})")
 
 
-def stored_rollout(panel: RolloutPanel, record: Mapping[str, Any], task: Mapping[str, Any] | None, *,
+def stored_rollout(panel: RolloutPanel, rollout: Record | Mapping[str, Any], task: Mapping[str, Any] | None, *,
                    chart: Any = None, optimum_label: str | None = None) -> dict:
     """The panel filled for a finished rollout: every draft, the last one drawn (or `chart`, given one)."""
-    view = RecordView(record)
+    view = Record.of(rollout)
     plans = view.plan_steps
-    out = {panel.chat: record_messages(record, task),
+    out = {panel.chat: record_messages(view, task),
            panel.chart: chart if chart is not None else draft(panel, task, plans, len(plans))}
     if panel.plan_step is not None:
         out.update({panel.plan_step: draft_slider(panel, len(plans)), panel.steps: plans})
     if panel.grade is not None:
-        out[panel.grade] = grade_panel(record, task)
+        out[panel.grade] = grade_panel(view, task)
     if panel.usage is not None:
-        out[panel.usage] = usage_summary(record)
+        out[panel.usage] = usage_summary(view)
     if panel.optimal_box is not None:  # folded: drawn when opened (`optimum`)
         out[panel.optimal] = None
         out[panel.optimal_box] = gr.Accordion(open=False, visible=bool((task or {}).get("reference")))
@@ -158,13 +158,13 @@ def draft(panel: RolloutPanel, task: Mapping[str, Any] | None, steps: Sequence[M
     return step_chart(task, list(steps), int(position or 1) - 1, **panel.chart_options)
 
 
-def optimum(record: Mapping[str, Any], task: Mapping[str, Any] | None, label: str | None = None) -> Any:
+def optimum(rollout: Record | Mapping[str, Any], task: Mapping[str, Any] | None, label: str | None = None) -> Any:
     """The rollout's last plan over the task's proven optimum (None without a reference)."""
-    view = RecordView(record)
+    view = Record.of(rollout)
     return optimum_chart(task, view.last_plan, label=label or f"{view.model}'s last plan")
 
 
-def shown_optimum(view: RecordView, task: Mapping[str, Any] | None, label: str | None = None) -> gr.Plot:
+def shown_optimum(view: Record, task: Mapping[str, Any] | None, label: str | None = None) -> gr.Plot:
     """The optimum as a panel that is not folded shows it: visible only when there is one."""
-    chart = optimum(view.record, task, label)
+    chart = optimum(view, task, label)
     return gr.Plot(value=chart, visible=chart is not None)

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from agent.session import EnvError
+from rollouts.record import Record
 from viewer.markdown import escape_cell, fmt_num, shorten
 
 # The loop records a failure as `<exception class>: <message>` (agent/loop.py): the class says whose it was.
@@ -23,14 +24,14 @@ def status_line(events: Sequence[Mapping[str, Any]], *, tokens: bool = True) -> 
     turn = max_turns = None
     usage: Mapping[str, Any] | None = None
     elapsed: float | None = None
-    finished: Mapping[str, Any] | None = None
+    finished: Record | None = None
     failed = stopping = started = False
     for event in reversed(events):
         kind = event.get("type")
         if elapsed is None and isinstance(event.get("t"), int | float):
             elapsed = float(event["t"])
         if kind == "episode_finished" and finished is None:
-            finished = event.get("record") or {}
+            finished = Record(event.get("record") or {})
         elif kind == "error":
             failed = True
         elif kind == "note" and event.get("kind") == "stopped":
@@ -44,11 +45,10 @@ def status_line(events: Sequence[Mapping[str, Any]], *, tokens: bool = True) -> 
             max_turns = max_turns or (event.get("limits") or {}).get("max_turns")
             break
     if finished is not None:
-        usage = finished.get("usage") or usage
-        if isinstance(finished.get("seconds"), int | float):
-            elapsed = float(finished["seconds"])
-        turn = finished.get("turns", turn)
-        max_turns = max_turns or (finished.get("limits") or {}).get("max_turns")
+        usage = finished.usage
+        elapsed = finished.seconds if finished.seconds is not None else elapsed
+        turn = finished.turns if finished.turns is not None else turn
+        max_turns = max_turns or finished.max_turns
 
     parts = []
     if turn is not None:
@@ -61,12 +61,11 @@ def status_line(events: Sequence[Mapping[str, Any]], *, tokens: bool = True) -> 
     return " · ".join(parts)
 
 
-def _state(finished: Mapping[str, Any] | None, *, failed: bool, stopping: bool, started: bool) -> str:
+def _state(finished: Record | None, *, failed: bool, stopping: bool, started: bool) -> str:
     if finished is not None:
-        reason = str(finished.get("end_reason") or "ended")
+        reason = finished.end_reason or "ended"
         if reason == "submitted":
-            reward = finished.get("reward")
-            return f"**submitted** (reward {reward:.4f})" if isinstance(reward, int | float) else "**submitted**"
+            return f"**submitted** (reward {finished.reward:.4f})"
         if reason in ("stopped", "error"):
             return f"**{reason}**"
         return f"**ended** ({escape_cell(reason)})"
@@ -83,28 +82,25 @@ def _is_record(value: Mapping[str, Any]) -> bool:
     return "final" in value or "messages" in value or "steps" in value
 
 
-def grade_panel(record_or_grade: Mapping[str, Any] | None, task: Mapping[str, Any] | None = None) -> str:
-    """The grade of a rollout (or a bare §5.4 grade dict) as Markdown.
+def grade_panel(rollout_or_grade: Record | Mapping[str, Any] | None, task: Mapping[str, Any] | None = None) -> str:
+    """The grade of a rollout (a Record, or its JSON) or of a bare §5.4 grade dict, as Markdown.
 
     `task` (a full task, reference included) fills in the optimum and the naive cost when the grade lacks them.
     """
-    if not record_or_grade:
+    if not isinstance(rollout_or_grade, Record) and not rollout_or_grade:
         return "### Grade\nNo grade yet."
     rubric: Mapping[str, Any] | None = None
     ships: int | None = _ship_count(task)
-    if _is_record(record_or_grade):
-        record = record_or_grade
-        final = record.get("final") or {}
-        grade = final.get("grade")
-        rubric = final.get("rubric")
-        summary = record.get("task") if isinstance(record.get("task"), Mapping) else {}
+    if isinstance(rollout_or_grade, Record) or _is_record(rollout_or_grade):
+        view = Record.of(rollout_or_grade)
+        grade, rubric, summary = view.grade, view.rubric, view.task
         ships = ships or _int_or_none(summary.get("ships"))
         if not grade:
-            reason = escape_cell(record.get("end_reason") or "not submitted")
-            return f"### Grade\n**Not submitted** · reward {fmt_num(record.get('reward') or 0.0)} · ended: {reason}"
+            reason = escape_cell(view.end_reason or "not submitted")
+            return f"### Grade\n**Not submitted** · reward {fmt_num(view.reward)} · ended: {reason}"
         reference = {**summary, **_reference(task)}
     else:
-        grade = record_or_grade
+        grade = rollout_or_grade
         reference = _reference(task)
     return "### Grade\n" + "\n".join(grade_lines(grade, rubric=rubric, ships=ships, reference=reference))
 
@@ -239,25 +235,23 @@ def failure(message: str) -> tuple[str, str]:
 
 # --- usage ---------------------------------------------------------------------------------------------------
 
-def usage_summary(record: Mapping[str, Any], *, heading: bool = True) -> str:
-    """Model, turns, tokens, time and checks of a rollout record, plus its errors and provider switches.
+def usage_summary(rollout: Record | Mapping[str, Any], *, heading: bool = True) -> str:
+    """Model, turns, tokens, time and checks of a rollout, plus its errors and provider switches.
     `heading`: the first line names the model and the task (a page whose header does so already leaves it out)."""
-    usage = record.get("usage") or {}
-    steps = record.get("steps") or []
-    checks = sum(1 for s in steps if s.get("tool") == "check_plan")
-    turns = record.get("turns")
-    in_tokens, out_tokens = int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
+    view = Record.of(rollout)
+    turns = view.turns
+    in_tokens, out_tokens = view.usage["input_tokens"], view.usage["output_tokens"]
     lines = [
-        f"**{escape_cell(record.get('model') or 'unknown model')}** on {escape_cell(record.get('task_id') or '?')}",
-        f"- {fmt_num(turns)} turns · {checks} checks · {fmt_num(record.get('seconds'), 1)} s"
-        f" · ended: {escape_cell(record.get('end_reason') or '?')}",
+        f"**{escape_cell(view.model or 'unknown model')}** on {escape_cell(view.task_id or '?')}",
+        f"- {fmt_num(turns)} turns · {view.checks_sent} checks · {fmt_num(view.seconds, 1)} s"
+        f" · ended: {escape_cell(view.end_reason or '?')}",
     ]
     if in_tokens or out_tokens:  # a baseline or a person spends none: "0 in / 0 out" would only puzzle
         lines.append(f"- tokens: {in_tokens:,} in / {out_tokens:,} out"
                      + (f" ({out_tokens // turns:,} out per turn)" if isinstance(turns, int) and turns > 0 else ""))
-    for switch in record.get("provider_switches") or []:
+    for switch in view.provider_switches:
         lines.append(f"- provider switch: {escape_cell(shorten(str(switch), 300))}")
-    for err in record.get("errors") or []:
+    for err in view.errors:
         party, text = failure(str(err))
         lines.append(f"- ❌ {party} error: {escape_cell(shorten(text, 300))}")
     return "\n".join(lines if heading else lines[1:])

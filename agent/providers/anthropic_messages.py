@@ -13,7 +13,6 @@ from typing import Any
 
 import anthropic
 
-from agent import events as ev
 from agent.providers.base import (
     REQUEST_TIMEOUT_S,
     ModelAPI,
@@ -24,6 +23,7 @@ from agent.providers.base import (
     shared_http_client,
 )
 from agent.spec import ModelSpec
+from rollouts import events as ev
 
 
 class AnthropicProvider(ModelAPI):

@@ -10,7 +10,6 @@ errors are worth a retry (`should_retry`). Subclasses register themselves by `pr
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import threading
@@ -18,9 +17,9 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from agent import events as ev
 from agent.interrupt import Interrupt
 from agent.spec import ModelSpec, SpecError
+from rollouts import events as ev
 from rollouts.prices import use_price_groups
 
 __all__ = [
@@ -72,14 +71,7 @@ class ToolCall:
 
     def parsed(self) -> tuple[dict | None, str | None]:
         """The arguments as a dict, or the reason they can't be sent to the server."""
-        try:
-            value = json.loads(self.arguments or "{}")
-        except (json.JSONDecodeError, RecursionError) as exc:
-            reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
-            return None, f"the tool-call arguments are not valid JSON ({reason}); send one JSON object"
-        if not isinstance(value, dict):
-            return None, "the tool-call arguments must be a JSON object, e.g. {\"plan\": [...]}"
-        return value, None
+        return ev.parse_arguments(self.arguments)
 
 
 @dataclass(slots=True)

@@ -11,10 +11,10 @@ from __future__ import annotations
 import difflib
 import json
 
-from agent import events as ev
 from agent.interrupt import Interrupt
 from agent.providers.base import ModelAPI, ModelTurn, ProviderSetup, ToolCall, TurnStream
 from agent.spec import ModelSpec, SpecError
+from rollouts import events as ev
 
 PLAYERS = {
     "greedy": "ships in order of arrival, each with as many cranes as it may use, at the nearest free section "

@@ -8,11 +8,11 @@ from typing import Any
 
 import openai
 
-from agent import events as ev
 from agent.interrupt import Interrupt
 from agent.providers.base import CHARS_PER_TOKEN, ModelTurn, ProviderSetup, ToolCall, TurnStream
 from agent.providers.openai_sdk import OpenAIClientAPI
 from agent.spec import ModelSpec, SpecError
+from rollouts import events as ev
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 HF_ROUTER_URL = "https://router.huggingface.co/v1"

@@ -11,10 +11,10 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from agent import events as ev
 from agent.providers.base import ModelTurn, ProviderSetup, ToolCall, TurnStream
 from agent.providers.openai_sdk import OpenAIClientAPI
 from agent.spec import ModelSpec
+from rollouts import events as ev
 
 FINAL_EVENTS = ("response.completed", "response.incomplete", "response.failed")
 

@@ -19,7 +19,7 @@ the JSONL ones when the files change, the others in a background check, since th
 of a later source whose episode an earlier source has goes in `shadowed`; a local row whose episode is also on the
 Hub is labelled `local+hub`. Problems are looked for when the files change, never per query.
 
-The view holds rollouts only: rows of episodes that ended before their player's first turn (rollouts.record_view's
+The view holds rollouts only: rows of episodes that ended before their player's first turn (rollouts.record's
 STARTED_SQL) are left out. Its columns: the index row with its `source` as `played_in`, `source` the label, `reward` 0 and
 `submitted`/`feasible` false when missing, `tokens` and `date`; newest first, rows without a start time last (then
 source order and id, so pages never overlap). Answers are Arrow tables.
@@ -48,7 +48,7 @@ from rollouts.index.checks import stop as stop_checks
 from rollouts.index.copies import COPY_ROWS, ParquetCopies
 from rollouts.index.format import FORMS, concat_tables, first_per_episode, sql_columns, sql_file_list
 from rollouts.index.held import HeldRows
-from rollouts.record_view import STARTED_SQL
+from rollouts.record import STARTED_SQL
 from rollouts.schema import COLUMNS, EPISODE_ID, SOURCES, TIERS
 from rollouts.search import TranscriptWords
 
@@ -219,7 +219,7 @@ class IndexEngine:
         outer = ", ".join(f"{filled[c]} AS {c}" if c in filled else c
                           for c in (c if c != "source" else "played_in" for c in COLUMNS))
         # Rows of episodes that ended before their first turn (an older version saved them) are no rollouts: every
-        # list, count, board and rating reads this view, so they are left out here, once (record_view's rule).
+        # list, count, board and rating reads this view, so they are left out here, once (rollouts.record's rule).
         con.execute(f"CREATE OR REPLACE VIEW base_rows AS SELECT {columns}, grp, filename, {label} AS label "
                     f"FROM {rows} WHERE episode_id IS NOT NULL AND {STARTED_SQL}")
         con.execute(f"CREATE OR REPLACE VIEW rollouts AS SELECT {outer}, label AS source, "

@@ -1,4 +1,4 @@
-"""Every event the loop emits, and every event a stored record replays into, follows agent/events.py's types."""
+"""Every event the loop emits, and every event a stored record replays into, follows rollouts/events.py's types."""
 
 from __future__ import annotations
 
@@ -6,14 +6,14 @@ import copy
 
 import pytest
 
-from agent import events as ev
 from agent.loop import run_episode, stream_episode
-from agent.notes import CUTOFF_NOTES, CUTOFF_NUDGE, LAST_TURN, NUDGE, note_kind
+from agent.notes import CUTOFF_NOTES, CUTOFF_NUDGE, LAST_TURN, NUDGE
 from berth_env import load_pack
+from rollouts import events as ev
+from rollouts.replay import note_kind, record_events
 from testkit.peers import ChatPeer, Text, Thinking, ToolCall, Turn
 from testkit.records import make_records
 from testkit.tasks import optimal_args
-from viewer.replay import record_events
 
 TASKS = [t["task_id"] for t in load_pack().split("eval")[:4]]
 

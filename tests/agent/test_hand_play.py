@@ -15,12 +15,12 @@ from berth_env import load_pack
 from berth_env.baselines import published_plan
 from berth_env.embedded import start_server
 from live.hand_play import PlayError, PlayRegistry, human_model
+from rollouts.replay import record_events
 from rollouts.schema import validate_record
 from rollouts.store import RolloutStore
 from testkit.boards import board_of
 from testkit.episodes import TASK_ID
 from viewer.play.plan_table import TableError, json_rows, plan_rows, rows_plan
-from viewer.replay import record_events
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Nothing that did not start is a rollout (rollouts.record_view.STARTED_SQL, the one rule): an episode that ended
+"""Nothing that did not start is a rollout (rollouts.record.STARTED_SQL, the one rule): an episode that ended
 before its player's first turn is never saved, never recovered from the crash journal, and the rows an older
 version saved of such episodes (a mistyped baseline, a task the server refused) are left out of Browse's list, its
 choices, the board, the heatmap and the arena ratings."""

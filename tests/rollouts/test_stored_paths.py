@@ -23,6 +23,7 @@ from testkit.fakehub import running_fakehub
 from testkit.published import folder_files, publish
 from testkit.records import make_record
 from viewer.browse.views import status_markdown
+from viewer.records import RecordCache
 from viewer.run import api
 from viewer.run.section import attach_episode
 
@@ -45,7 +46,9 @@ def planted(tmp_path: Path) -> SimpleNamespace:
     planted_file = root / "index" / "2026-01-01" / "planter.jsonl"
     planted_file.parent.mkdir(parents=True)
     planted_file.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    ctx = SimpleNamespace(store=store, registry=RunRegistry(store.save), public=lambda episode_id: True)
+    registry = RunRegistry(store.save)
+    ctx = SimpleNamespace(store=store, registry=registry, public=lambda episode_id: True,
+                          records=RecordCache(Archive.of_folder(root), registry.get))
     yield SimpleNamespace(root=root, store=store, ctx=ctx, secret=secret, paths=paths)
     store.close()
 

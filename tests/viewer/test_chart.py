@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import json
 import math
 
 import plotly.graph_objects as go
@@ -17,7 +16,6 @@ from viewer.chart import (
     berth_chart,
     moved_ships,
     paired_charts,
-    plan_steps,
     side_by_side,
 )
 
@@ -196,19 +194,6 @@ def test_paired_charts_share_one_time_axis_and_highlight_what_differs(pack) -> N
     for fig in (fig_a, fig_b):
         assert {n for n, s in _shapes(fig, "ship:").items() if s["fillcolor"] == MOVED_FILL} == {"ship:12"}
     assert fig_a.layout.title.text.startswith("A: model · ") and fig_b.layout.title.text == "B: other · feasible · cost 87"
-
-
-def test_plan_steps_from_events_and_records() -> None:
-    steps = [{"turn": 1, "tool": "check_plan", "plan": [], "result": {"feasible": False}},
-             {"turn": 2, "tool": "submit_plan", "plan": [], "result": {"submitted": True}}]
-    events = [{"type": "turn_started", "turn": 1},
-              {"type": "tool_result", "name": "get_situation", "step": None},
-              {"type": "tool_result", "name": "check_plan", "step": steps[0]},
-              {"type": "tool_result", "name": "submit_plan", "step": steps[1]}]
-    assert plan_steps(events) == steps
-    assert plan_steps({"steps": steps}) == steps
-    assert plan_steps({"steps": json.dumps(steps)}) == steps  # upstream's parquet rows keep JSON text
-    assert plan_steps({"steps": None}) == []
 
 
 def test_the_largest_task_draws_in_layers_not_per_ship(pack) -> None:

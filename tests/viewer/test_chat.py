@@ -1,4 +1,4 @@
-"""The chat renderer: events (agent/events.py) and stored records -> gr.ChatMessage lists."""
+"""The chat renderer: events (rollouts/events.py) and stored records -> gr.ChatMessage lists."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ import re
 import pytest
 from gradio import ChatMessage
 
-from agent import events as ev
 from berth_env import evaluate, grade, load_pack
+from rollouts import events as ev
+from rollouts.replay import record_events
 from viewer.chat import ChatBuilder, chat_messages, format_arguments
 from viewer.markdown import markdown_html
-from viewer.replay import record_events, record_messages
+from viewer.replay import record_messages
 
 TASK_ID = "dock-24B-w06x1-busy-0"
 XSS_IMG = "<img src=x onerror=alert(1)>"

@@ -7,9 +7,9 @@ from types import SimpleNamespace
 import pytest
 
 from berth_env import load_pack
+from rollouts.replay import record_events
 from testkit.records import make_record
 from viewer.live import LiveView
-from viewer.replay import record_events
 from viewer.rollout_panel import RolloutPanel
 from viewer.run import stream as run_stream
 

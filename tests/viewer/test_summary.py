@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent import events as ev
 from berth_env import grade, load_pack, naive_plan
+from rollouts import events as ev
 from viewer.markdown import code_block, escape_md
 from viewer.summary import (
     failure,

@@ -58,7 +58,7 @@ def stored_view(ctx: AppContext, match_id: str, visitor: str) -> dict:
     records = []
     for episode_id in (row["episode_a"], row["episode_b"]):
         try:
-            records.append(ctx.records.get(episode_id)[0])
+            records.append(ctx.records.find(episode_id, running=False).record)
         except (RolloutNotFound, SourceError):
             records.append(None)
     return api_view(stored_snapshot(row, (records[0], records[1]), ctx.matches.ballot_of(match_id), visitor))

@@ -136,7 +136,7 @@ def stored_match_frame(section: ArenaSection, row: dict, request: gr.Request | N
             out[side.status] = "The rollouts show once you vote or skip."
             continue
         try:
-            record, _ = section.ctx.records.get(episode_id)
+            record = section.ctx.records.find(episode_id, running=False).record
         except (RolloutNotFound, SourceError) as exc:
             records.append(None)
             out[side.status] = f"⚠️ Rollout `{escape_cell(episode_id)}`: {escape_cell(exc)}"

@@ -15,6 +15,7 @@ from typing import Any
 from live.match_runs import LiveMatch
 from rollouts.arena import Verdict, verdict
 from rollouts.matches import VOTE_CHOICES
+from rollouts.record import Record
 from viewer.markdown import escape_cell
 
 SIDES = ("a", "b")
@@ -136,6 +137,5 @@ def head_markdown(snap: Snapshot, side: str) -> str:
     return f"### {'🏆 ' if won else ''}{side.upper()} · {name}"
 
 
-def _end_reason(record: dict | None) -> str | None:
-    value = (record or {}).get("end_reason")
-    return value if isinstance(value, str) else None
+def _end_reason(rollout: Record | Mapping[str, Any] | None) -> str | None:
+    return Record.of(rollout).end_reason or None if rollout is not None else None

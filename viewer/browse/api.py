@@ -91,10 +91,11 @@ def browse_leaderboard(ctx: AppContext, filters: Filters, same_tasks: bool = Fal
 def browse_record(ctx: AppContext, episode_id: str) -> dict:
     """The full record of one rollout from any source (this Space's folder, the Hub dataset, upstream)."""
     try:
-        record, row = ctx.records.get(episode_id)
+        found = ctx.records.find(episode_id, running=False)
+        view, row = found.record, found.row
     except (RolloutNotFound, SourceError) as exc:
         raise gr.Error(str(exc)) from None
-    return {**record, "browse_source": row.get("source")}
+    return {**view.data, "browse_source": row.get("source")}
 
 
 def _api_rows(rows: pa.Table) -> list[dict]:

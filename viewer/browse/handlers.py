@@ -16,7 +16,7 @@ from rollouts.archive import RolloutNotFound
 from rollouts.board_text import board_notes, price_note
 from rollouts.filters import BY_NAME, FILTERS, PAGE_SIZE
 from rollouts.matches import vote_tally
-from rollouts.record_view import RecordView
+from rollouts.record import Record
 from rollouts.sources import SourceError
 from viewer.browse.components import BrowseSection
 from viewer.browse.filter_form import read_form, show_filters
@@ -142,18 +142,18 @@ def view_selected(section: BrowseSection, state: BrowseState, evt: gr.SelectData
 def show_optimum(section: BrowseSection, state: BrowseState) -> dict:
     """The open rollout's last plan over the task's proven optimum (drawn when its accordion opens)."""
     try:
-        record, _ = section.ctx.records.get(state.rollout)
+        view = section.ctx.records.find(state.rollout, running=False).record
     except (RolloutNotFound, SourceError):
         return unchanged(section.panel.optimal)
-    return {section.panel.optimal: optimum(record, _task(section, record))}
+    return {section.panel.optimal: optimum(view, _task(section, view))}
 
 
 def show_draft(section: BrowseSection, state: BrowseState, position: float, steps: list[dict]) -> dict:
     try:
-        record, _ = section.ctx.records.get(state.rollout)
+        view = section.ctx.records.find(state.rollout, running=False).record
     except (RolloutNotFound, SourceError):
         return unchanged(section.panel.chart)
-    return {section.panel.chart: draft(section.panel, _task(section, record), steps, position)}
+    return {section.panel.chart: draft(section.panel, _task(section, view), steps, position)}
 
 
 def load_page(section: BrowseSection, request: gr.Request) -> dict:
@@ -269,31 +269,31 @@ def detail_view(section: BrowseSection, state: BrowseState, base: str | None, vi
                 section.title: APP_TITLE}
     ctx = section.ctx
     try:
-        record, row = ctx.records.get(state.rollout)
+        found = ctx.records.find(state.rollout, running=False)
+        view, row = found.record, found.row
     except (RolloutNotFound, SourceError) as exc:
         return {section.detail: gr.Column(visible=False), section.head: "", section.title: APP_TITLE,
                 section.message: f"⚠️ Rollout `{escape_cell(state.rollout)}`: {escape_cell(str(exc))}"}
-    view = RecordView(record)
-    task = _task(section, record)
+    task = _task(section, view)
     note = "" if task else "This task is not in this Space's task pack, so its plans cannot be drawn."
-    download, refused = _record_download(ctx, state.rollout, record, visitor)
+    download, refused = _record_download(ctx, state.rollout, view, visitor)
     others = ctx.archive.same_task(view.task_id, exclude=state.rollout)
     picks = [(f"B: {r['model']} · {float(r['reward'] or 0):.3f} · {r['episode_id']}", str(r["episode_id"]))
              for r in others]
     return {section.detail: gr.Column(visible=True), section.message: " ".join(filter(None, (note, refused))),
-            section.head: detail_header(record, row), section.title: page_title(record),
+            section.head: detail_header(view, row), section.title: page_title(view),
             section.share: ctx.rollout_link(state.rollout, base),
             section.export_json: download,
             section.compare_pick: gr.Dropdown(choices=picks, value=state.compare or None,
                                               label=f"Compare A with B: {len(picks)} more rollouts of this task"),
-            **stored_rollout(section.panel, record, task)}
+            **stored_rollout(section.panel, view, task)}
 
 
-def _record_download(ctx: Any, episode_id: str, record: dict, visitor: str) -> tuple[gr.DownloadButton, str]:
+def _record_download(ctx: Any, episode_id: str, view: Record, visitor: str) -> tuple[gr.DownloadButton, str]:
     """The open rollout's JSON to download, or, past the downloads' bounds, a button with nothing to fetch and
     the line saying why."""
     try:
-        return gr.DownloadButton(value=str(ctx.downloads.record_json(episode_id, record, visitor=visitor)), interactive=True), ""
+        return gr.DownloadButton(value=str(ctx.downloads.record_json(episode_id, view.data, visitor=visitor)), interactive=True), ""
     except DownloadRefused as exc:
         return gr.DownloadButton(value=None, interactive=False), f"⚠️ JSON download: {escape_cell(str(exc))}"
 
@@ -322,31 +322,31 @@ def compare_view(section: BrowseSection, state: BrowseState) -> dict:
     if not state.rollout:
         return {**empty, section.compare_head: "Open a rollout in **Rollouts** first (it becomes A), then pick B here."}
     try:
-        a, _ = section.ctx.records.get(state.rollout)
-        b = section.ctx.records.get(state.compare)[0] if state.compare else None
+        a = section.ctx.records.find(state.rollout, running=False).record
+        b = section.ctx.records.find(state.compare, running=False).record if state.compare else None
     except (RolloutNotFound, SourceError) as exc:
         return {**empty, section.compare_head: f"⚠️ {escape_cell(str(exc))}"}
-    task, plan_a = _task(section, a), RecordView(a).final_plan
+    task, plan_a = _task(section, a), a.final_plan
     if b is None:  # A alone until B is picked
         chart = berth_chart(task, plan_a, published=False, cranes=False,
-                            title=f"A: {a.get('model')}") if task is not None else None
+                            title=f"A: {a.model}") if task is not None else None
         return {**empty, **stored_rollout(a_side, a, task, chart=chart),
-                section.compare_head: f"**A** {escape_cell(a.get('model'))} · reward **{fmt_num(a.get('reward'))}**"
+                section.compare_head: f"**A** {escape_cell(a.model)} · reward **{fmt_num(a.reward)}**"
                                       "  \nPick B above: another rollout of the same task."}
-    if a.get("task_id") != b.get("task_id"):
-        return {**empty, section.compare_head: f"⚠️ A is on {escape_cell(a.get('task_id'))} and B on "
-                                              f"{escape_cell(b.get('task_id'))}: compare needs two rollouts of "
+    if a.task_id != b.task_id:
+        return {**empty, section.compare_head: f"⚠️ A is on {escape_cell(a.task_id)} and B on "
+                                              f"{escape_cell(b.task_id)}: compare needs two rollouts of "
                                               "the same task."}
-    plan_b = RecordView(b).final_plan
+    plan_b = b.final_plan
     if task is None:
         return {**empty, section.compare_head: compare_header(a, b, 0) + "  \nThis task is not in this Space's "
                                                                          "task pack, so the plans cannot be drawn."}
-    chart_a, chart_b = paired_charts(task, plan_a, plan_b, titles=(f"A: {a.get('model')}", f"B: {b.get('model')}"))
+    chart_a, chart_b = paired_charts(task, plan_a, plan_b, titles=(f"A: {a.model}", f"B: {b.model}"))
     return {section.compare_head: compare_header(a, b, len(moved_ships(task, plan_a, plan_b))),
             **stored_rollout(a_side, a, task, chart=chart_a), **stored_rollout(b_side, b, task, chart=chart_b),
             section.compare_diff: plan_diff(task, plan_a, plan_b)}
 
 
-def _task(section: BrowseSection, record: dict) -> dict | None:
+def _task(section: BrowseSection, view: Record) -> dict | None:
     """The full task of a record (its plans drawn against it), when this Space has it."""
-    return section.ctx.task_for(str(record.get("task_id") or ""), None)
+    return section.ctx.task_for(view.task_id, None)

@@ -19,6 +19,7 @@ from rollouts import schema
 from rollouts.archive import SourceStatus
 from rollouts.board import Figure, Heatmap
 from rollouts.ratings import Rating, ratings_notes
+from rollouts.record import Record
 from rollouts.sample_size import TOO_SMALL
 from viewer.markdown import escape_cell, fmt_num
 
@@ -194,23 +195,25 @@ def status_markdown(statuses: list[SourceStatus], *, shown: int, total: int) -> 
     return " · ".join(parts[:1]) + "  \n" + "  \n".join(parts[1:])
 
 
-def detail_header(record: Mapping[str, Any], row: Mapping[str, Any]) -> str:
+def detail_header(rollout: Record | Mapping[str, Any], row: Mapping[str, Any]) -> str:
     """One line: model, task, tier, reward, end reason and when; then where the rollout comes from."""
-    task = record.get("task") if isinstance(record.get("task"), Mapping) else {}
-    started = str(record.get("started") or row.get("started") or "").replace("T", " ").removesuffix("Z")[:16]
-    bits = [f"**{escape_cell(record.get('model') or '?')}** on **{escape_cell(record.get('task_id') or '?')}**",
-            f"tier {escape_cell(task.get('difficulty'))}" if task.get("difficulty") else "",
-            f"reward **{fmt_num(record.get('reward'))}**", f"ended: {escape_cell(record.get('end_reason') or '?')}",
+    view = Record.of(rollout)
+    tier = view.task.get("difficulty")
+    started = (view.started_stamp or str(row.get("started") or "")).replace("T", " ").removesuffix("Z")[:16]
+    bits = [f"**{escape_cell(view.model or '?')}** on **{escape_cell(view.task_id or '?')}**",
+            f"tier {escape_cell(tier)}" if tier else "",
+            f"reward **{fmt_num(view.reward)}**", f"ended: {escape_cell(view.end_reason or '?')}",
             f"{escape_cell(started)} UTC" if started else ""]
-    origin = [f"rollout `{escape_cell(record.get('episode_id'))}`", f"from {escape_cell(row.get('source') or '?')}"]
-    if record.get("run"):
-        origin.append(f"run {escape_cell(record.get('run'))}")
+    origin = [f"rollout `{escape_cell(view.episode_id)}`", f"from {escape_cell(row.get('source') or '?')}"]
+    if view.run:
+        origin.append(f"run {escape_cell(view.run)}")
     return " · ".join(b for b in bits if b) + "  \n" + " · ".join(origin)
 
 
-def page_title(record: Mapping[str, Any]) -> str:
+def page_title(rollout: Record | Mapping[str, Any]) -> str:
     """The browser tab's title for an open rollout (plain text: the page sets it as text, never as HTML)."""
-    return f"{str(record.get('model') or '?')[:80]} on {str(record.get('task_id') or '?')[:80]} · Berth arena"
+    view = Record.of(rollout)
+    return f"{(view.model or '?')[:80]} on {(view.task_id or '?')[:80]} · Berth arena"
 
 
 # -- two plans of one task ---------------------------------------------------------------------------------------
@@ -251,19 +254,13 @@ def _part(entry: tuple | None, index: int) -> str:
     return "–" if value is None else str(value)
 
 
-def compare_header(a: Mapping[str, Any], b: Mapping[str, Any], differing: int) -> str:
+def compare_header(a: Record | Mapping[str, Any], b: Record | Mapping[str, Any], differing: int) -> str:
     """The two grades side by side and their difference."""
-    reward_a, reward_b = float(a.get("reward") or 0.0), float(b.get("reward") or 0.0)
-    cost_a, cost_b = _cost(a), _cost(b)
+    view_a, view_b = Record.of(a), Record.of(b)
+    reward_a, reward_b = view_a.reward, view_b.reward
+    cost_a, cost_b = view_a.cost, view_b.cost
     costs = f" · cost {fmt_num(cost_a)} vs {fmt_num(cost_b)}" if cost_a is not None or cost_b is not None else ""
-    return (f"**A** {escape_cell(a.get('model'))} · reward **{fmt_num(reward_a)}**  \n"
-            f"**B** {escape_cell(b.get('model'))} · reward **{fmt_num(reward_b)}**  \n"
+    return (f"**A** {escape_cell(view_a.model)} · reward **{fmt_num(reward_a)}**  \n"
+            f"**B** {escape_cell(view_b.model)} · reward **{fmt_num(reward_b)}**  \n"
             f"A − B: reward **{reward_a - reward_b:+.4f}**{costs} · {differing} ships placed differently "
-            f"on {escape_cell(a.get('task_id'))}")
-
-
-def _cost(record: Mapping[str, Any]) -> int | None:
-    final = record.get("final") if isinstance(record.get("final"), Mapping) else {}
-    grade = final.get("grade") if isinstance(final.get("grade"), Mapping) else {}
-    cost = grade.get("cost")
-    return cost if isinstance(cost, int) else None
+            f"on {escape_cell(view_a.task_id)}")

@@ -19,7 +19,6 @@ app's chart is drawn at a minimum width and scaled down the same way on a narrow
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -72,7 +71,7 @@ from viewer.chart.scene import (
 from viewer.chart.svg import to_svg
 
 __all__ = ["MOVED_FILL", "SHIP_FILL", "VIOLATION_LINE", "PlanView", "berth_chart", "berth_chart_svg", "berth_scene",
-           "chart_svg", "compare_scene", "moved_ships", "optimum_chart", "optimum_scene", "plan_steps",
+           "chart_svg", "compare_scene", "moved_ships", "optimum_chart", "optimum_scene",
            "preview_chart", "preview_scene", "read_plan", "side_by_side", "step_chart", "step_scene"]
 
 _WEEKS = re.compile(r"-w\d+x(\d+)-")
@@ -115,20 +114,6 @@ def moved_ships(task: Mapping[str, Any], plan: Any, previous: Any) -> set[int]:
     """Ships placed differently in `plan` than in `previous` (berth hour, section or cranes; or only in one)."""
     now, before = _entries(task, plan), _entries(task, previous)
     return {ship for ship in now.keys() | before.keys() if now.get(ship) != before.get(ship)}
-
-
-def plan_steps(events_or_record: Mapping[str, Any] | Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Every plan sent to check_plan / submit_plan, in order: `{turn, tool, plan, result}` dicts.
-
-    Takes a rollout record (its `steps`) or a list of events (the `step` of each tool_result).
-    """
-    if isinstance(events_or_record, Mapping):
-        steps = events_or_record.get("steps") or []
-        if isinstance(steps, str):  # upstream's published rollouts keep steps as JSON text
-            steps = json.loads(steps)
-    else:
-        steps = [e.get("step") for e in events_or_record if e.get("type") == "tool_result"]
-    return [dict(s) for s in steps if isinstance(s, Mapping)]
 
 
 # -- sizes -------------------------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from agent.limits import InputTooLarge, check_input
 from berth_env.baselines import published_plan
 from berth_env.texts import situation_text
 from live.hand_play import HandEpisode, PlayError, human_model
-from rollouts.record_view import RecordView
+from rollouts.record import Record
 from viewer.chart import berth_chart, optimum_chart, preview_chart, read_plan
 from viewer.context import AppContext
 from viewer.markdown import escape_cell, escape_md, fmt_num
@@ -189,7 +189,7 @@ def check_table(section: PlaySection, task_id: str, rows: Any, episode: dict | N
         result = section.ctx.plays.check(played.episode_id, played.owner, plan)
     except (TableError, InputTooLarge, PlayError) as exc:
         return {section.verdict: f"⚠️ {escape_md(exc)}"}
-    number = len(RecordView(played.record).checks)
+    number = len(Record(played.record).checks)
     out = {section.verdict: check_markdown(task, result, number, played.max_checks),
            section.check_button: gr.Button(_check_label(played.checks_left), interactive=played.checks_left > 0),
            section.episode: {"id": played.episode_id, "task_id": played.task_id}, section.checked: plan}

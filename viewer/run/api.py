@@ -11,7 +11,9 @@ from collections.abc import AsyncIterator
 import gradio as gr
 
 from agent.limits import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS
-from rollouts.schema import RecordError, valid_episode_id
+from rollouts.archive import RolloutNotFound
+from rollouts.schema import valid_episode_id
+from rollouts.sources import SourceError
 from viewer.context import AppContext
 from viewer.run.stream import api_updates
 
@@ -31,18 +33,15 @@ def rollout(ctx: AppContext, episode_id: str) -> dict:
         raise gr.Error("malformed episode id")
     if not ctx.public(episode_id):  # a hidden side of a random match: as unknown until the vote
         raise gr.Error(f"no rollout {episode_id}")
-    live = ctx.registry.get(episode_id)
-    if live is not None and live.record is not None:
-        return live.record
+    found = ctx.records.find(episode_id)
+    if found.running:
+        return {"episode_id": episode_id, "state": "running", "events": len(found.run.events)}
     try:
-        record = ctx.store.load(episode_id)
-    except RecordError as exc:
+        return dict(found.record.data)
+    except RolloutNotFound:
+        raise gr.Error(f"no rollout {episode_id}") from None
+    except (SourceError, ValueError) as exc:
         raise gr.Error(str(exc)) from None
-    if record is not None:
-        return record
-    if live is not None:
-        return {"episode_id": episode_id, "state": "running", "events": len(live.events)}
-    raise gr.Error(f"no rollout {episode_id}")
 
 
 def stop(ctx: AppContext, episode_id: str, stop_token: str = "", request: gr.Request = None) -> bool:

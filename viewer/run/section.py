@@ -23,7 +23,9 @@ from berth_env.baselines import published_plan
 from catalog.task_api import TaskTooLarge
 from catalog.tasks import CatalogError, embedded_catalog
 from catalog.tasks import remote_catalog as read_remote_catalog
+from rollouts.archive import RolloutNotFound
 from rollouts.schema import valid_episode_id
+from rollouts.sources import SourceError
 from viewer.chart import preview_chart
 from viewer.context import SERVER_CHOICES, AppContext
 from viewer.markdown import escape_md
@@ -275,21 +277,21 @@ async def attach_episode(section: RunSection, episode_id: str, request: gr.Reque
     if not section.ctx.public(episode_id):  # a hidden side of a random match: as unknown until the vote
         yield {section.status: f"⚠️ No episode `{episode_id}` is running here or stored."}
         return
-    run = section.ctx.registry.get(episode_id)
-    if run is not None:
-        task = await in_worker(section.ctx.task_for, run.task_id, None)
-        async for frame in page_frames(section, run, task, request):
+    found = section.ctx.records.find(episode_id)
+    if found.run is not None:
+        task = await in_worker(section.ctx.task_for, found.run.task_id, None)
+        async for frame in page_frames(section, found.run, task, request):
             yield frame
         return
     try:
-        record = await in_worker(section.ctx.store.load, episode_id)
-    except ValueError as exc:
-        yield {section.status: f"⚠️ {escape_md(exc)}"}
-        return
-    if record is None:
+        stored = await in_worker(lambda: found.record)
+    except RolloutNotFound:
         yield {section.status: f"⚠️ No episode `{episode_id}` is running here or stored."}
         return
-    yield await in_worker(replay_frame, section, record, request)
+    except (SourceError, ValueError) as exc:
+        yield {section.status: f"⚠️ {escape_md(exc)}"}
+        return
+    yield await in_worker(replay_frame, section, stored, request)
 
 
 # -- helpers -------------------------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,11 +27,10 @@ from catalog.task_api import TaskTooLarge
 from catalog.tasks import closest_tasks
 from live.budget import BudgetExceeded, on_space_keys
 from live.runs import CapacityError, EpisodeRun, stop_token
-from rollouts.record_view import RecordView
+from rollouts.record import Record
 from viewer.chart import preview_chart
 from viewer.context import AppContext
 from viewer.live import LiveView
-from viewer.replay import record_events
 from viewer.rollout_panel import RolloutPanel, draft, draft_slider, shown_optimum, stored_rollout
 from viewer.summary import grade_panel
 from viewer.visitors import visitor_of
@@ -374,32 +373,33 @@ def live_frame(slots: Any, view: LiveView, task: dict | None, run: EpisodeRun,
         if panel.plan_step is not None:
             frame.update({panel.plan_step: draft_slider(panel, count), panel.steps: list(view.steps)})
     if final:
-        record = view.record or run.record or {}
+        finished = Record(view.record or run.record or {})
         if panel.grade is not None:
-            frame[panel.grade] = grade_panel(record, task)
+            frame[panel.grade] = grade_panel(finished, task)
         if panel.optimal is not None:
-            frame[panel.optimal] = shown_optimum(RecordView(record), task, OPTIMUM_LABEL)
+            frame[panel.optimal] = shown_optimum(finished, task, OPTIMUM_LABEL)
         if slots.episode_info is not None:
             frame[slots.episode_info] = episode_markdown(slots.ctx, run, request)
     return frame
 
 
-def replay_frame(slots: Any, record: dict, request: gr.Request | None, *, masked: bool = False) -> dict:
+def replay_frame(slots: Any, rollout: Record | Mapping[str, Any], request: gr.Request | None, *,
+                 masked: bool = False) -> dict:
     """The display of a finished, stored episode (a watch link opened after it ended, an arena match replayed);
     `masked` as for EpisodeFrames."""
-    ctx = slots.ctx
-    task = ctx.task_for(str(record.get("task_id") or ""), None)
-    view = LiveView(task, show_tokens=not masked and not RecordView(record).baseline)
-    view.extend(record_events(record))
-    episode_id = str(record.get("episode_id") or "")
-    frame = {**stored_rollout(slots.panel, masked_record(record) if masked else record, task,
+    ctx, stored = slots.ctx, Record.of(rollout)
+    task = ctx.task_for(stored.task_id, None)
+    view = LiveView(task, show_tokens=not masked and not stored.baseline)
+    view.extend(stored.events())
+    episode_id = stored.episode_id
+    frame = {**stored_rollout(slots.panel, masked_record(dict(stored.data)) if masked else stored, task,
                               optimum_label=OPTIMUM_LABEL),
              slots.status: view.status(), **_episode_shown(slots)}
     if slots.episode_info is not None:
         share = ctx.rollout_link(episode_id, base_url(request))
         frame[slots.episode_info] = f"Episode `{episode_id}` (finished) · [share link]({share})"
     if slots.episode is not None:
-        frame[slots.episode] = {"id": episode_id, "task_id": record.get("task_id", ""), "server": None}
+        frame[slots.episode] = {"id": episode_id, "task_id": stored.task_id, "server": None}
     return frame
 
 
@@ -437,9 +437,8 @@ def _api_update(run: EpisodeRun, view: LiveView, position: int, batch: list[dict
               "state": "finished" if finished else "running",
               "status": view.status(), "events": position, "last": batch[-1]["type"] if batch else None}
     if finished:
-        record = run.record or {}
-        grade = (record.get("final") or {}).get("grade") or {}
-        update.update(reward=record.get("reward"), end_reason=record.get("end_reason"),
-                      feasible=grade.get("feasible"), cost=grade.get("cost"), errors=record.get("errors") or [],
-                      saved=run.save_error is None)
+        finished = Record(run.record or {})
+        update.update(reward=finished.reward, end_reason=finished.end_reason or None,
+                      feasible=finished.feasible if finished.grade else None, cost=finished.cost,
+                      errors=finished.errors, saved=run.save_error is None)
     return update

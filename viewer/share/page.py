@@ -3,7 +3,7 @@
 
 Pure: a record (or a running episode's events) and the page's links in, HTML out; viewer/share/routes.py serves
 it. Nothing here decides what a rollout shows: the header's facts come from the record's view
-(rollouts.record_view) and the share card's cost line, the chart is the app's own scene (viewer/chart.py) drawn by
+(rollouts.record) and the share card's cost line, the chart is the app's own scene (viewer/chart.py) drawn by
 its SVG output, the grade and the usage are viewer/summary.py's Markdown, and the transcript is the chat the app
 shows (viewer/replay.py and viewer/chat.py: thinking, tool calls and results folded as `<details>`).
 
@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rollouts.record_view import RecordView
+from rollouts.record import Record
 from viewer.chart import chart_svg, optimum_scene, preview_scene, step_scene
 from viewer.chart.card import cost_words
 from viewer.chart.scene import UNSAFE, clean
@@ -64,11 +64,11 @@ def isolated(value: Any, limit: int = 200) -> str:
 
 # -- the finished rollout ----------------------------------------------------------------------------------------
 
-def rollout_page(record: Mapping[str, Any], row: Mapping[str, Any], task: Mapping[str, Any] | None,
+def rollout_page(rollout: Record | Mapping[str, Any], row: Mapping[str, Any], task: Mapping[str, Any] | None,
                  links: PageLinks) -> str:
     """The share page of a finished rollout; `row` is its index row (where it came from), `task` the full task when
     this Space has it (else the page says why there is no chart)."""
-    view = RecordView(record)
+    view = Record.of(rollout)
     title = f"{clean(view.model or '?', 120)} on {clean(view.task_id or '?', 100)}"
     description = " · ".join(outcome_words(view, task))
     head = _head(title, description, links)
@@ -81,17 +81,17 @@ def rollout_page(record: Mapping[str, Any], row: Mapping[str, Any], task: Mappin
     best = optimum_scene(task, view.last_plan, label=f"{clean(view.model, 60)}'s last plan") if steps else None
     optimum = (f'<details class="optimum"><summary>Beside the proven optimum</summary>{chart_svg(best)}</details>'
                if best is not None else "")
-    grade = (f'<section class="grade">{markdown_html(grade_panel(dict(record), task))}'
-             f'{markdown_html(usage_summary(dict(record), heading=False))}</section>')
+    grade = (f'<section class="grade">{markdown_html(grade_panel(view, task))}'
+             f'{markdown_html(usage_summary(view, heading=False))}</section>')
     body = (_top(links, "Open in the arena")
             + _header(view, task, _facts(view, task))
             + f'<main class="layout"><div class="picture">{chart}{optimum}</div>{grade}</main>'
-            + transcript_html(record_messages(record, task), raw=links.raw)
+            + transcript_html(record_messages(view, task), raw=links.raw)
             + _footer(view, row))
     return _document(head, body)
 
 
-def outcome_words(view: RecordView, task: Mapping[str, Any] | None) -> list[str]:
+def outcome_words(view: Record, task: Mapping[str, Any] | None) -> list[str]:
     """The result in a few words (og:description): reward, feasible or not, cost against the optimum, turns."""
     turns = f"{view.turns} turns" if view.turns is not None else ""
     if not view.grade:
@@ -103,7 +103,7 @@ def outcome_words(view: RecordView, task: Mapping[str, Any] | None) -> list[str]
     return [w for w in (*words, costs, turns) if w]
 
 
-def optimal_cost(view: RecordView, task: Mapping[str, Any] | None) -> int | None:
+def optimal_cost(view: Record, task: Mapping[str, Any] | None) -> int | None:
     """The proven optimum's cost: the grade's, else the record's task summary's, else the task's reference."""
     for value in (view.grade.get("optimal_cost"), view.task.get("optimal_cost"),
                   ((task or {}).get("reference") or {}).get("optimal_cost")):
@@ -112,7 +112,7 @@ def optimal_cost(view: RecordView, task: Mapping[str, Any] | None) -> int | None
     return None
 
 
-def _facts(view: RecordView, task: Mapping[str, Any] | None) -> str:
+def _facts(view: Record, task: Mapping[str, Any] | None) -> str:
     """The result line: reward, feasible or not, cost against the optimum, how it ended, what it took."""
     if not view.grade:
         pill = (f'<span class="reward">reward {fmt_num(view.reward)}</span> '
@@ -127,7 +127,7 @@ def _facts(view: RecordView, task: Mapping[str, Any] | None) -> str:
     return " ".join(f for f in facts if f)
 
 
-def _header(view: RecordView, task: Mapping[str, Any] | None, facts: str) -> str:
+def _header(view: Record, task: Mapping[str, Any] | None, facts: str) -> str:
     """Model, task, tier, ships, quay and date, then the result line `facts`."""
     summary = view.task
     where = [f"on {isolated(view.task_id or '?', 100)}"]
@@ -138,14 +138,14 @@ def _header(view: RecordView, task: Mapping[str, Any] | None, facts: str) -> str
         where.append(f"{plain(ships, 8)} ships")
     if summary.get("quay"):
         where.append(f"quay {isolated(summary['quay'], 20)}")
-    started = str(view.get("started") or "").replace("T", " ").removesuffix("Z")[:16]
+    started = view.started_stamp.replace("T", " ").removesuffix("Z")[:16]
     if started:
         where.append(f"{plain(started, 16)} UTC")
     return (f'<section class="head"><h1>{isolated(view.model or "?", 200)}</h1>'
             f'<p class="where">{" · ".join(where)}</p><p class="facts">{facts}</p></section>')
 
 
-def _effort(view: RecordView) -> str:
+def _effort(view: Record) -> str:
     steps = [f"{view.turns} turns" if view.turns is not None else "", f"{len(view.checks)} checks"]
     usage = view.usage
     if usage["input_tokens"] or usage["output_tokens"]:
@@ -155,12 +155,12 @@ def _effort(view: RecordView) -> str:
     return " · ".join(s for s in steps if s)
 
 
-def _footer(view: RecordView, row: Mapping[str, Any]) -> str:
+def _footer(view: Record, row: Mapping[str, Any]) -> str:
     origin = [f"rollout {isolated(view.episode_id, 64)}", f"from {isolated(row.get('source') or '?', 20)}"]
-    if view.get("run"):
-        origin.append(f"run {isolated(view.get('run'), 80)}")
-    if view.get("app_version"):
-        origin.append(f"arena {plain(view.get('app_version'), 20)}")
+    if view.run:
+        origin.append(f"run {isolated(view.run, 80)}")
+    if view.app_version:
+        origin.append(f"arena {plain(view.app_version, 20)}")
     return f'<footer><p>{" · ".join(origin)}</p><p>{ATTRIBUTION}</p></footer>'
 
 
@@ -171,7 +171,7 @@ def running_page(model: str, task_id: str, events: Sequence[Mapping[str, Any]], 
     """The page of an episode still running: what it did so far and a link to watch it live (never cached)."""
     live = LiveView(dict(task) if task else None, show_tokens=not model.startswith("baseline:"))
     live.extend(events)
-    view = RecordView({"model": model, "task_id": task_id, "task": {"difficulty": (task or {}).get("difficulty"),
+    view = Record({"model": model, "task_id": task_id, "task": {"difficulty": (task or {}).get("difficulty"),
                                                                     "quay": (task or {}).get("quay")}})
     status = live.status()
     title = f"{clean(model, 120)} on {clean(task_id, 100)} (still running)"

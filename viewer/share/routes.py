@@ -47,13 +47,13 @@ from fastapi.responses import Response
 from agent import APP_VERSION
 from rollouts.archive import RolloutNotFound
 from rollouts.links import app_link, rollout_page
-from rollouts.record_view import RecordView
+from rollouts.record import Record
 from rollouts.schema import valid_episode_id
 from rollouts.sources import SourceError
-from viewer.chart import plan_steps
 from viewer.chart.card import share_svg
 from viewer.chart.raster import Rasteriser
 from viewer.context import AppContext
+from viewer.records import Found
 from viewer.share.page import PageLinks, missing_page, optimal_cost, running_page
 from viewer.share.page import rollout_page as page_html
 
@@ -222,14 +222,14 @@ class SharePages:
         """The answer to `/r/<episode_id>` (+ `.png` or `.json`) for links built on `base`."""
         if not self.ctx.public(episode_id):  # an undecided random match's side: not public yet
             return self.missing(base)
-        run = self.ctx.registry.get(episode_id)
-        if run is not None and not run.finished:
-            return self.running(run, kind, base)
+        found = self.ctx.records.find(episode_id)
+        if found.running:
+            return self.running(found.run, kind, base)
         kept = self.kept(episode_id, kind, base, if_none_match)
         if kept is not None:
             return kept
         # One paced piece of work, so that a request never waits on its own lookup's share of the time.
-        return self.pace.run(self.fresh, episode_id, kind, base, if_none_match)
+        return self.pace.run(self.fresh, found, kind, base, if_none_match)
 
     def kept(self, episode_id: str, kind: str, base: str, if_none_match: str = "") -> Answer | None:
         """A finished rollout's page or image as kept (no lookup, no render, no pace), or None."""
@@ -238,16 +238,17 @@ class SharePages:
             return kept.again(if_none_match)
         return None
 
-    def fresh(self, episode_id: str, kind: str, base: str, if_none_match: str = "") -> Answer:
+    def fresh(self, found: Found, kind: str, base: str, if_none_match: str = "") -> Answer:
         """A finished rollout's answer from its record: looked up, hashed and drawn (a page or image then kept)."""
+        episode_id = found.episode_id
         try:
-            record, row = self.ctx.records.get(episode_id)
+            view, row = found.record, found.row
         except RolloutNotFound:
             return self.missing(base)
         except SourceError:
             return Answer(503, b"This rollout could not be read just now: try again in a moment.", "text",
                           headers={"Retry-After": "30"})
-        task_id = str(record.get("task_id") or "")
+        record, task_id = view.data, view.task_id
         task = self.ctx.task_for(task_id, None)
         etag = self._etag(episode_id, record, kind, task is not None, base)
         cache_control = FINISHED if task is not None or kind == "json" else WITHOUT_TASK
@@ -257,8 +258,8 @@ class SharePages:
             body = json.dumps(record, ensure_ascii=False).encode("utf-8")
             return Answer(200, body, kind, etag, cache_control,
                           {"Content-Disposition": f'inline; filename="{episode_id}.json"'})
-        body = (self._image(record, task) if kind == "image"
-                else page_html(record, row, task, self.links(episode_id, base)).encode("utf-8"))
+        body = (self._image(view, task) if kind == "image"
+                else page_html(view, row, task, self.links(episode_id, base)).encode("utf-8"))
         answer = Answer(200, body, kind, etag, cache_control)
         self._cache(kind).put(_key(episode_id, kind, base), _Kept(answer, task_id, task is not None), len(body))
         return answer
@@ -290,18 +291,17 @@ class SharePages:
             body = self.pace.run(running_page, run.model, run.task_id, events, task,
                                  self.links(run.episode_id, base, running=True))
             return Answer(200, body.encode("utf-8"), kind)
-        steps = plan_steps(events)
-        key = (run.episode_id, "running", len(steps))
+        drafts = Record.from_events(events).drafts
+        key = (run.episode_id, "running", len(drafts))
         body = self.images.get(key)
         if body is None:
-            plan = steps[-1].get("plan") if steps else None
+            plan = drafts[-1].plan if drafts else None
             body = self.raster.png(self.pace.run(lambda: share_svg(task, plan, model=run.model, task_id=run.task_id,
                                                                    status="still running")))
             self.images.put(key, body, len(body))
         return Answer(200, body, kind)
 
-    def _image(self, record: Mapping[str, Any], task: Mapping[str, Any] | None) -> bytes:
-        view = RecordView(record)
+    def _image(self, view: Record, task: Mapping[str, Any] | None) -> bytes:
         grade = view.grade
         svg = share_svg(task, view.final_plan, model=view.model or "?", task_id=view.task_id,
                         tier=view.task.get("difficulty"), reward=view.reward,

@@ -16,12 +16,13 @@ nudge that follow), `last_turn` (submit now), `retry` (a provider asked us to wa
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, Literal, NotRequired
 
 import pydantic
 from typing_extensions import TypedDict
 
-from rollouts.schema import first_problem
+from rollouts.problems import first_problem
 
 NoteKind = Literal["nudge", "cutoff", "last_turn", "retry", "provider_switch", "stopped", "wall_clock"]
 NOTE_KINDS: tuple[str, ...] = NoteKind.__args__  # type: ignore[attr-defined]
@@ -145,6 +146,31 @@ def validate_event(event: Any) -> None:
         raise EventError(first_problem(exc, "event")) from None
     if "seq" not in event:
         raise EventError(f"{event['type']}.seq: every emitted event carries its sequence number")
+
+
+# Why a call sent after the call that ended the episode (in the same turn) never reaches the server.
+EPISODE_OVER = "the episode is over"
+
+
+def local_answer(problem: str) -> str:
+    """The loop's own answer to a call that never reaches the server (what the model and the record read)."""
+    return json.dumps({"error": problem}, ensure_ascii=False)
+
+
+def parse_arguments(arguments: str) -> tuple[dict | None, str | None]:
+    """A tool call's arguments as a dict, or why they cannot reach the server (a `tool_call` event's `error`).
+
+    The one rule and its one wording: the loop decides with it as a call arrives (agent.providers.base.ToolCall)
+    and a replayed record decides again with it (rollouts.replay), so a replay shows the error the live run did.
+    """
+    try:
+        value = json.loads(arguments or "{}")
+    except (json.JSONDecodeError, RecursionError) as exc:
+        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+        return None, f"the tool-call arguments are not valid JSON ({reason}); send one JSON object"
+    if not isinstance(value, dict):
+        return None, "the tool-call arguments must be a JSON object, e.g. {\"plan\": [...]}"
+    return value, None
 
 
 # -- constructors (the loop and the replay build every event through these) --------------------------------------
