@@ -34,7 +34,8 @@ from agent import cli_board, cli_ratings, cli_regrade, cli_sweep, cli_tasks
 from agent.grid import check_run_name, describe_tasks, grid_cells, parse_shard, positive, task_ids
 from agent.limits import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, DEFAULT_WALL_CLOCK_S
 from agent.providers.registry import MissingKey, parse_spec, playable, preload_and_freeze, provider_class
-from agent.spec import SpecError
+from agent.request import EpisodeRequest, Limits
+from agent.spec import ModelSpec, SpecError
 from agent.task_api import TaskAPIError
 from berth_env import TIERS
 from rollouts.journal import NoRoom
@@ -95,8 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "sweep":
         return cli_sweep.main(args)
     try:
-        for spec in args.model:
-            check_model(spec)
+        args.specs = {model: check_model(model) for model in args.model}
         check_run_name(args.run)
         if args.env_url is None:
             cli_tasks.serve_tasks()  # after the checks above, so a mistyped flag is said at once
@@ -111,11 +111,11 @@ def main(argv: list[str] | None = None) -> int:
     return run_batch(args, tasks)
 
 
-def check_model(text: str) -> None:
-    """A spec this process can play, or SpecError naming what to fix: the one check of a spec (registry.parse_spec,
-    which names the valid choices), its key in this shell's environment, its endpoint."""
+def check_model(text: str) -> ModelSpec:
+    """The spec, parsed, once this process can play it, or SpecError naming what to fix: the one check of a spec
+    (registry.parse_spec, which names the valid choices), its key in this shell's environment, its endpoint."""
     try:
-        playable(text, {})
+        return playable(text, {})[0]
     except MissingKey:
         api = provider_class(parse_spec(text).provider)
         raise SpecError(f"{text} needs an API key: set {api.key_env} in this shell") from None
@@ -183,9 +183,8 @@ def _play_jobs(args: argparse.Namespace, jobs: list[tuple[str, str]], store: Rol
     stop = threading.Event()
     pools = {m: ThreadPoolExecutor(max_workers=max(1, args.concurrency), thread_name_prefix=f"episodes-{i}")
              for i, m in enumerate(args.model)}
-    options: dict[str, Any] = {"env_url": args.env_url, "max_turns": args.max_turns, "max_tokens": args.max_tokens,
-                               "wall_clock_s": args.wall_clock, "stop": stop, "run": args.run, "source": "cli",
-                               "progress": store.running.write}  # a killed run still leaves its episodes
+    limits = Limits(args.max_turns, args.max_tokens, args.wall_clock)
+    specs: dict[str, ModelSpec] = args.specs  # each checked once, by main
 
     from agent.loop import run_episode  # see run_batch: the loop imports the OpenEnv client
 
@@ -193,7 +192,8 @@ def _play_jobs(args: argparse.Namespace, jobs: list[tuple[str, str]], store: Rol
         """The episode's record, and whether it was saved (one that ended before its first turn is no rollout)."""
         if stop.is_set():
             raise _Skipped()
-        record = run_episode(model, task_id, **options)
+        request = EpisodeRequest(specs[model], task_id, limits, args.env_url, run=args.run, source="cli")
+        record = run_episode(request, stop=stop, progress=store.running.write)  # a killed run leaves its episodes
         try:
             store.save(record)
         except NotStarted:

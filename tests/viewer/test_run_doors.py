@@ -13,6 +13,7 @@ import httpx
 import pytest
 from gradio_client import Client
 
+from agent.request import EpisodeRequest
 from testkit.listeners import Listener, loopback_listener
 from testkit.peers import ChatPeer
 from testkit.tasks import TASK_ID, slow_then_optimal
@@ -149,8 +150,9 @@ def test_a_server_that_cannot_be_reached_leaves_no_rollout(tmp_path):
     store = RolloutStore(tmp_path / "rollouts")
     try:
         registry = RunRegistry(store.save, journal=store.running)
-        run = registry.start("baseline:greedy", TASK_ID, owner="visitor", env_url=f"http://localhost:{free_port()}",
-                             server_policy=ServerPolicy.build([], "localhost"))  # allowed, but nothing listens
+        request = EpisodeRequest.of("baseline:greedy", TASK_ID, env_url=f"http://localhost:{free_port()}",
+                                    server_policy=ServerPolicy.build([], "localhost"))  # allowed, but nothing listens
+        run = registry.start(request, owner="visitor")
         wait_for(lambda: run.finished, timeout=60)
         assert [e["type"] for e in run.events] == ["error", "episode_finished"]
         assert run.save_error == "The episode ended before its first turn, so it is not a rollout and nothing was saved."
