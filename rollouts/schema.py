@@ -24,6 +24,7 @@ from typing_extensions import TypedDict
 
 from berth_env import TIERS
 from rollouts.metrics import METRIC_COLUMNS, episode_metrics
+from rollouts.model_spec import spec_parts
 from rollouts.record_view import RecordView
 
 __all__ = [
@@ -78,11 +79,7 @@ def model_name(spec: str) -> str:
 
     `hf:Qwen/Qwen3.8-27B:cerebras|ovhcloud` -> `Qwen/Qwen3.8-27B`; `openai:gpt-x@low` -> `gpt-x`.
     """
-    _, _, rest = spec.partition(":")
-    rest = rest.partition("@")[0]
-    if spec.startswith("hf:"):
-        rest = rest.partition(":")[0]
-    return rest or spec
+    return spec_parts(spec).model or spec
 
 
 # -- the record ----------------------------------------------------------------------------------------------------

@@ -29,3 +29,21 @@ def test_a_request_refuses_what_was_not_parsed():
     spec = EpisodeRequest.of("baseline:greedy", "t-0").spec
     with pytest.raises(TypeError, match="Limits"):
         EpisodeRequest(spec, "t-0", {"max_turns": 3})
+
+
+@pytest.mark.parametrize("text", ["hf:org/m:cerebras|ovhcloud@low", "hf:org/m", "openai:gpt-x@high", "vllm:a:b",
+                                  "anthropic:claude-x", "baseline:greedy"])
+def test_the_loop_the_index_and_the_prices_cut_a_spec_one_way(text):
+    """One cut of the grammar (rollouts.model_spec.spec_parts): the parsed spec, the index's model_name and the
+    prices' providers all come from it, so they cannot drift apart."""
+    from agent.providers.registry import parse_spec
+    from rollouts.prices import served_by
+    from rollouts.schema import model_name
+
+    spec = parse_spec(text)
+    expected = spec.model.partition(":")[0] if spec.provider == "hf" else spec.model
+    assert spec.name == model_name(text) == expected
+    routes = served_by(text, ["switched"] * 5)
+    if spec.provider == "hf" and spec.fallbacks:
+        assert [name for _, name in routes] == [spec.name] * (1 + len(spec.fallbacks))
+        assert [f"{spec.name}:{at.removeprefix('huggingface_')}" for at, _ in routes] == [spec.model, *spec.fallbacks]
