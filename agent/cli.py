@@ -21,7 +21,6 @@ Hugging Face Jobs or local processes.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
@@ -38,6 +37,7 @@ from agent.request import EpisodeRequest, Limits
 from agent.spec import ModelSpec, SpecError
 from agent.task_api import TaskAPIError
 from berth_env import TIERS
+from rollouts import settings
 from rollouts.journal import NoRoom
 from rollouts.layout import default_rollout_dir
 from rollouts.links import public_base, rollout_page
@@ -124,13 +124,13 @@ def check_model(text: str) -> ModelSpec:
 def run_batch(args: argparse.Namespace, task_ids: list[str]) -> int:
     """Play every (model, task) the folder does not hold yet, save each rollout, then write the run's board."""
     root = args.out or default_rollout_dir()
-    token = os.environ.get("HF_TOKEN") if args.dataset else None
+    token = settings.HF_TOKEN.get() if args.dataset else None
     if args.dataset and not token:
         print("warning: --dataset needs HF_TOKEN to push; saving locally only", file=sys.stderr)
     # HF_ENDPOINT as this process has it now, not as it was when huggingface_hub was first imported (a shard forked
     # from a warm interpreter, or started by a local Jobs peer, is pointed at its Hub through it).
     store = RolloutStore(root, dataset=args.dataset if token else None, token=token,
-                         endpoint=os.environ.get("HF_ENDPOINT") or None)
+                         endpoint=settings.HF_ENDPOINT.get())
     try:  # the episodes played at once (a pool per model) must fit on the disk before any starts
         store.running.check_room(max(1, args.concurrency) * len(args.model))
     except NoRoom as exc:

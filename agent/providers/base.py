@@ -11,7 +11,6 @@ errors are worth a retry (`should_retry`). Subclasses register themselves by `pr
 from __future__ import annotations
 
 import json
-import os
 import re
 import threading
 from collections.abc import Callable, Generator, Iterable, Iterator
@@ -21,6 +20,7 @@ from typing import Any, ClassVar
 from agent import events as ev
 from agent.interrupt import Interrupt
 from agent.spec import ModelSpec, SpecError
+from rollouts import settings
 from rollouts.prices import use_price_groups
 from rollouts.scrub import scrub
 
@@ -144,6 +144,13 @@ class ModelAPI:
                 raise TypeError(f"provider prefix {prefix!r} is taken by {_name(taken)}")
         # rollouts sits below agent and cannot ask the registry, so it is told (a group it does not hold: an error).
         use_price_groups({prefix: cls.price_group for prefix in prefixes})
+        # Its variables are settings like any other (rollouts.settings), both secret: an endpoint URL may carry
+        # credentials.
+        if cls.key_env:
+            settings.declare(settings.Setting(cls.key_env, str, None, f"the {cls.key_name or 'API key'}", secret=True))
+        if cls.endpoint_env:
+            settings.declare(settings.Setting(cls.endpoint_env, str, None, f"where {cls.__name__} sends its requests "
+                                              "instead of its default", secret=True))
         PROVIDERS.update(dict.fromkeys(prefixes, cls))
 
     # -- before the episode ------------------------------------------------------------------------------------
@@ -160,10 +167,15 @@ class ModelAPI:
         given = ((keys or {}).get(spec.provider) or "").strip()
         if given:
             return given
-        from_env = os.environ.get(cls.key_env, "").strip()
+        from_env = settings.setting(cls.key_env).get()
         if from_env or not cls.key_required:
             return from_env or None
         raise MissingKey(f"{spec.text} needs an API key: type one in the form or set {cls.key_env}")
+
+    @classmethod
+    def endpoint_url(cls) -> str | None:
+        """Where this API's requests go instead of its default, from its `endpoint_env` (None: the default)."""
+        return settings.setting(cls.endpoint_env).get() if cls.endpoint_env else None
 
     @classmethod
     def check_model(cls, spec: ModelSpec) -> None:
