@@ -131,7 +131,7 @@ def own_work_ms(task: dict, plan_json: str, episodes: int = 300) -> float:
     plan = json.loads(plan_json)["plan"]
     real_provider, real_session = agent.loop.make_provider, agent.loop.EnvSession
     agent.loop.make_provider = lambda *a, **k: ScriptedModel(plan_json)
-    agent.loop.EnvSession = lambda url: ReplayedSession(task, plan)
+    agent.loop.EnvSession = lambda url, **_: ReplayedSession(task, plan)  # the policy too, when the loop passes one
     try:
         times = []
         for _ in range(episodes):
