@@ -13,7 +13,6 @@ GRADIO_SERVER_PORT say where to listen, as they do for Gradio.
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 import sys
 from collections.abc import AsyncIterator
@@ -23,6 +22,7 @@ import gradio as gr
 import uvicorn
 from fastapi import FastAPI
 
+from rollouts import settings
 from viewer import gradio_sessions, rollout_panel, task_picker
 from viewer.arena.section import SECTION as ARENA
 from viewer.browse.section import SECTION as BROWSE
@@ -128,9 +128,9 @@ def serve(demo: gr.Blocks, ctx: AppContext, **options: Any) -> FastAPI:
 def address() -> tuple[str, int]:
     """Where `python app.py` listens: GRADIO_SERVER_NAME and GRADIO_SERVER_PORT when set, as for Gradio's own
     launch; else port 7860 on 127.0.0.1, or on every interface on a Space (its proxy must reach the app)."""
-    on_space = bool(os.environ.get("SPACE_ID") or os.environ.get("SYSTEM") == "spaces")
-    host = os.environ.get("GRADIO_SERVER_NAME") or ("0.0.0.0" if on_space else "127.0.0.1")
-    return host, int(os.environ.get("GRADIO_SERVER_PORT") or 7860)
+    on_space = settings.SPACE_ID.is_set() or settings.SYSTEM.get() == "spaces"
+    host = settings.GRADIO_SERVER_NAME.get() or ("0.0.0.0" if on_space else "127.0.0.1")
+    return host, settings.GRADIO_SERVER_PORT.get()
 
 
 def use_jemalloc() -> None:
@@ -147,7 +147,7 @@ if __name__ == "__main__":
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     use_jemalloc()
     # Start the embedded berth server before the first user arrives, unless runs go to a remote one.
-    if not os.environ.get("BERTH_ENV_URL"):
+    if not settings.BERTH_ENV_URL.is_set():
         from berth_env.embedded import embedded_url
 
         embedded_url()

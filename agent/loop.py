@@ -16,12 +16,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.interrupt import Interrupt, Interrupted
-from agent.limits import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, DEFAULT_WALL_CLOCK_S, valid_task_id
-from agent.netguard import ServerPolicy, http_url
+from agent.limits import valid_task_id
+from agent.netguard import http_url
 from agent.notes import CUTOFF_NOTES, CUTOFF_NUDGE, LAST_TURN, NUDGE, OPENING
 from agent.providers.base import NOTES_CHARS, ModelAPI, ModelTurn, ToolCall, scrub
-from agent.providers.registry import check_endpoint, make_provider, parse_spec, resolve_key
+from agent.providers.registry import check_endpoint, make_provider, resolve_key
 from agent.record import new_record, parse_json, task_summary
+from agent.request import EpisodeRequest
 from agent.session import EnvSession
 from berth_env import load_pack
 from rollouts import events as ev
@@ -65,39 +66,39 @@ class _Episode:
     turn: int = 0  # the turn being played; 0 before the first
 
 
-def stream_episode(model: str, task_id: str, *, env_url: str | None = None,
-                   max_turns: int = DEFAULT_MAX_TURNS, max_tokens: int = DEFAULT_MAX_TOKENS,
-                   wall_clock_s: float = DEFAULT_WALL_CLOCK_S, keys: dict[str, str] | None = None,
-                   stop: threading.Event | None = None, episode_id: str | None = None, run: str | None = None,
-                   source: str = "cli", retry_base_s: float | None = None,
-                   baseline_pace_s: float = 0.0, server_policy: ServerPolicy | None = None,
+def stream_episode(request: EpisodeRequest, *, episode_id: str | None = None, stop: threading.Event | None = None,
                    progress: Callable[[dict], None] | None = None) -> Iterator[ev.Event]:
-    """Play one episode of `model` on `task_id` and yield its events; the last one carries the record.
+    """Play one episode of `request` (agent/request.py: its spec parsed once, by the door that checked it) and yield
+    its events; the last one carries the record. TypeError for anything but an EpisodeRequest.
 
-    `env_url` None plays on the embedded server. `keys` maps a provider (`anthropic`, `openai`, `hf`, `vllm`) to a
-    key for this run only; it never reaches the record. Setting `stop` ends the episode as `stopped`.
-    `baseline_pace_s` slows a baseline player to a readable pace (seconds per step) for people watching live.
-    `server_policy` checks every connection to `env_url` when a visitor chose it (agent/netguard.py).
+    Its keys are for this run only and never reach the record. Setting `stop` ends the episode as `stopped`.
     `progress` gets the record as it stands at the start and with each event (rollouts.journal keeps it, so a
     crash still leaves the episode's record); it must not keep a reference past the call.
     """
+    if not isinstance(request, EpisodeRequest):  # a spec's text would have to be read again here
+        raise TypeError(f"stream_episode takes an EpisodeRequest, not {type(request).__name__}")
+    return _stream(request, episode_id or new_episode_id(), stop, progress)
+
+
+def _stream(request: EpisodeRequest, episode_id: str, stop: threading.Event | None,
+            progress: Callable[[dict], None] | None) -> Iterator[ev.Event]:
     started_wall, started = time.time(), time.monotonic()
-    limits = {"max_turns": max_turns, "max_tokens": max_tokens, "wall_clock_s": wall_clock_s}
-    record = new_record(episode_id=episode_id or new_episode_id(), model=model, task_id=task_id,
-                        env_url=_public_url(env_url), limits=limits, started=started_wall, run=run, source=source)
-    record["task"] = task_summary(task_id, {}, pack_task(task_id))
+    limits = request.limits
+    record = new_record(episode_id=episode_id, model=request.model, task_id=request.task_id,
+                        env_url=_public_url(request.env_url), limits=limits.as_record(), started=started_wall,
+                        run=request.run, source=request.source)
+    record["task"] = task_summary(request.task_id, {}, pack_task(request.task_id))
     if progress is not None:
         progress(record)
-    episode = _Episode(record, _Emitter(started, record, progress), Interrupt(stop, wall_clock_s),
-                       [v for v in (keys or {}).values() if v], max_turns)
+    episode = _Episode(record, _Emitter(started, record, progress), Interrupt(stop, limits.wall_clock_s),
+                       request.secrets, limits.max_turns)
     try:
-        provider = yield from _set_up(episode, env_url, keys, retry_base_s=retry_base_s, pace_s=baseline_pace_s,
-                                      policy=server_policy)
+        provider = yield from _set_up(episode, request)
         yield from _play_turns(episode, provider)
     except Interrupted as stopped:
         record["end_reason"] = stopped.reason
         text = ("Stopped by the user." if stopped.reason == "stopped"
-                else f"The episode reached its wall-clock limit of {wall_clock_s:.0f} s.")
+                else f"The episode reached its wall-clock limit of {limits.wall_clock_s:.0f} s.")
         yield episode.emit(ev.note(episode.turn, stopped.reason, text))
     except Exception as exc:  # provider, transport or set-up failure: recorded, the rollout kept as it stands
         # Scrubbed before it is cut: a cut through a key would leave its first characters unrecognised.
@@ -131,21 +132,21 @@ def _public_url(env_url: str | None) -> str:
         return "invalid URL"
 
 
-def _set_up(episode: _Episode, env_url: str | None, keys: dict[str, str] | None, *, retry_base_s: float | None,
-            pace_s: float, policy: ServerPolicy | None = None) -> Generator[ev.Event, None, ModelAPI]:
-    """Check the spec and its key, reset the server, open the chat; returns the provider that plays it."""
+def _set_up(episode: _Episode, request: EpisodeRequest) -> Generator[ev.Event, None, ModelAPI]:
+    """Check the ids and the spec's key and endpoint, reset the server, open the chat; returns the provider."""
     record = episode.record
     episode_id, task_id = record["episode_id"], record["task_id"]
     if not valid_episode_id(episode_id):
         raise ValueError(f"episode id {str(episode_id)[:80]!r} must be 1-64 letters, digits, '-' or '_'")
     if not valid_task_id(task_id):
         raise ValueError(f"task id {str(task_id)[:80]!r} must be 1-128 letters, digits, '.', '-' or '_'")
-    spec = parse_spec(record["model"])
-    key = resolve_key(spec, keys)
+    spec, env_url = request.spec, request.env_url
+    key = resolve_key(spec, dict(request.keys))
     if key and key not in episode.secrets:
         episode.secrets.append(key)
     check_endpoint(spec)
-    episode.session = EnvSession(env_url, policy=policy) if env_url else EnvSession(_embedded_url())
+    episode.session = (EnvSession(env_url, policy=request.server_policy) if env_url
+                       else EnvSession(_embedded_url()))
     metadata = episode.session.reset(task_id, episode_id)
     tools = episode.session.tools()
     record["task"] = task_summary(task_id, metadata, pack_task(task_id))
@@ -157,8 +158,8 @@ def _set_up(episode: _Episode, env_url: str | None, keys: dict[str, str] | None,
                                           situation=metadata["situation"], tools=tools, limits=record["limits"],
                                           task=record["task"]))
     provider = make_provider(spec, key=key, system=system, tools=tools, max_tokens=record["limits"]["max_tokens"],
-                             task_id=task_id, max_turns=episode.max_turns, retry_base_s=retry_base_s,
-                             baseline_pace_s=pace_s)
+                             task_id=task_id, max_turns=episode.max_turns, retry_base_s=request.retry_base_s,
+                             baseline_pace_s=request.baseline_pace_s)
     episode.provider = provider
     provider.add_user(opening)
     return provider
@@ -217,10 +218,10 @@ def _finish_record(episode: _Episode, started: float) -> dict:
     return finish(record, "turn_limit", time.monotonic() - started)
 
 
-def run_episode(model: str, task_id: str, **options: Any) -> dict:
-    """Play one episode to the end and return its rollout record (takes `stream_episode`'s options)."""
+def run_episode(request: EpisodeRequest, **options: Any) -> dict:
+    """Play one episode to the end and return its rollout record (`options` as `stream_episode`'s)."""
     record: dict | None = None
-    for event in stream_episode(model, task_id, **options):
+    for event in stream_episode(request, **options):
         if event["type"] == "episode_finished":
             record = event["record"]
     assert record is not None

@@ -1,7 +1,8 @@
 """The model spec: `provider:model[@effort]`, as in the upstream harness (DESIGN.md "The model spec").
 
-This module holds the grammar only; which providers exist is the registry's business
-(`agent.providers.registry.parse_spec` reads a spec against the registered prefixes).
+This module checks the grammar; its one cut of a spec's text into parts is `rollouts.model_spec.spec_parts`, which
+the index's `model_name` and the prices read too. Which providers exist is the registry's business (`agent.providers.registry.parse_spec`
+reads a spec against the registered prefixes).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 
+from rollouts.model_spec import spec_parts
 from rollouts.schema import model_name
 
 EFFORTS = ("low", "medium", "high")
@@ -53,21 +55,17 @@ def read_spec(text: str, providers: Collection[str]) -> ModelSpec:
         raise SpecError(f"model spec {_quoted(spec)} is longer than {SPEC_MAX_CHARS} characters")
     if spec and not SPEC_CHARS.fullmatch(spec):
         raise SpecError(f"model spec {_quoted(spec)} may use only letters, digits and . _ : / @ | + -")
-    provider, sep, rest = spec.partition(":")
-    if not sep or provider not in providers:
+    provider, model, routes, effort = spec_parts(spec)
+    if provider is None or provider not in providers:
         raise SpecError(f"model spec {_quoted(spec)} must start with one of {', '.join(p + ':' for p in providers)}")
-    base, at, effort = rest.partition("@")
-    if at and effort not in EFFORTS:
+    if effort is not None and effort not in EFFORTS:
         raise SpecError(f"model spec {_quoted(spec)}: effort must be one of {', '.join('@' + e for e in EFFORTS)}")
-    if not base:
+    if not model:
         raise SpecError(f"model spec {_quoted(spec)} names no model")
-    if provider != "hf":
-        return ModelSpec(spec, provider, base, effort or None)
+    if routes is None:
+        return ModelSpec(spec, provider, model, effort)
     # `org/model:prov1|prov2` -> try `org/model:prov1`, then `org/model:prov2` on a rejected request.
-    name, colon, routes = base.partition(":")
-    if not colon:
-        return ModelSpec(spec, provider, base, effort or None)
-    chain = [f"{name}:{route.strip()}" for route in routes.split("|") if route.strip()]
+    chain = [f"{model}:{route.strip()}" for route in routes.split("|") if route.strip()]
     if not chain:
         raise SpecError(f"model spec {_quoted(spec)} has an empty provider list")
-    return ModelSpec(spec, provider, chain[0], effort or None, tuple(chain[1:]))
+    return ModelSpec(spec, provider, chain[0], effort, tuple(chain[1:]))

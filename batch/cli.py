@@ -23,7 +23,6 @@ Hugging Face Jobs or local processes.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
@@ -34,11 +33,13 @@ from tqdm import tqdm
 
 from agent.limits import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, DEFAULT_WALL_CLOCK_S
 from agent.providers.registry import MissingKey, parse_spec, playable, preload_and_freeze, provider_class
-from agent.spec import SpecError
+from agent.request import EpisodeRequest, Limits
+from agent.spec import ModelSpec, SpecError
 from batch import cli_board, cli_explain, cli_export, cli_ratings, cli_regrade, cli_sweep, cli_tasks
 from batch.grid import check_run_name, describe_tasks, grid_cells, parse_shard, positive, task_ids
 from berth_env import TIERS
 from catalog.task_api import TaskAPIError
+from rollouts import settings
 from rollouts.journal import NoRoom
 from rollouts.layout import default_rollout_dir
 from rollouts.links import public_base, rollout_page
@@ -103,8 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "export":
         return cli_export.main(args)
     try:
-        for spec in args.model:
-            check_model(spec)
+        args.specs = {model: check_model(model) for model in args.model}
         check_run_name(args.run)
         if args.env_url is None:
             cli_tasks.serve_tasks()  # after the checks above, so a mistyped flag is said at once
@@ -119,11 +119,11 @@ def main(argv: list[str] | None = None) -> int:
     return run_batch(args, tasks)
 
 
-def check_model(text: str) -> None:
-    """A spec this process can play, or SpecError naming what to fix: the one check of a spec (registry.parse_spec,
-    which names the valid choices), its key in this shell's environment, its endpoint."""
+def check_model(text: str) -> ModelSpec:
+    """The spec, parsed, once this process can play it, or SpecError naming what to fix: the one check of a spec
+    (registry.parse_spec, which names the valid choices), its key in this shell's environment, its endpoint."""
     try:
-        playable(text, {})
+        return playable(text, {})[0]
     except MissingKey:
         api = provider_class(parse_spec(text).provider)
         raise SpecError(f"{text} needs an API key: set {api.key_env} in this shell") from None
@@ -132,13 +132,13 @@ def check_model(text: str) -> None:
 def run_batch(args: argparse.Namespace, task_ids: list[str]) -> int:
     """Play every (model, task) the folder does not hold yet, save each rollout, then write the run's board."""
     root = args.out or default_rollout_dir()
-    token = os.environ.get("HF_TOKEN") if args.dataset else None
+    token = settings.HF_TOKEN.get() if args.dataset else None
     if args.dataset and not token:
         print("warning: --dataset needs HF_TOKEN to push; saving locally only", file=sys.stderr)
     # HF_ENDPOINT as this process has it now, not as it was when huggingface_hub was first imported (a shard forked
     # from a warm interpreter, or started by a local Jobs peer, is pointed at its Hub through it).
     store = RolloutStore(root, dataset=args.dataset if token else None, token=token,
-                         endpoint=os.environ.get("HF_ENDPOINT") or None)
+                         endpoint=settings.HF_ENDPOINT.get())
     try:  # the episodes played at once (a pool per model) must fit on the disk before any starts
         store.running.check_room(max(1, args.concurrency) * len(args.model))
     except NoRoom as exc:
@@ -191,9 +191,8 @@ def _play_jobs(args: argparse.Namespace, jobs: list[tuple[str, str]], store: Rol
     stop = threading.Event()
     pools = {m: ThreadPoolExecutor(max_workers=max(1, args.concurrency), thread_name_prefix=f"episodes-{i}")
              for i, m in enumerate(args.model)}
-    options: dict[str, Any] = {"env_url": args.env_url, "max_turns": args.max_turns, "max_tokens": args.max_tokens,
-                               "wall_clock_s": args.wall_clock, "stop": stop, "run": args.run, "source": "cli",
-                               "progress": store.running.write}  # a killed run still leaves its episodes
+    limits = Limits(args.max_turns, args.max_tokens, args.wall_clock)
+    specs: dict[str, ModelSpec] = args.specs  # each checked once, by main
 
     from agent.loop import run_episode  # see run_batch: the loop imports the OpenEnv client
 
@@ -201,7 +200,8 @@ def _play_jobs(args: argparse.Namespace, jobs: list[tuple[str, str]], store: Rol
         """The episode's record, and whether it was saved (one that ended before its first turn is no rollout)."""
         if stop.is_set():
             raise _Skipped()
-        record = run_episode(model, task_id, **options)
+        request = EpisodeRequest(specs[model], task_id, limits, args.env_url, run=args.run, source="cli")
+        record = run_episode(request, stop=stop, progress=store.running.write)  # a killed run leaves its episodes
         try:
             store.save(record)
         except NotStarted:

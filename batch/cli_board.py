@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rollouts import settings
 from rollouts.board import columns, sort_board
 from rollouts.layout import INDEX_DIR, RECORDS_DIR, default_rollout_dir
 
@@ -83,7 +83,7 @@ def _snapshot(archive: Archive, root: Path, dataset: str | None) -> int:
     """Today's snapshot files in the folder (rollouts.board_files), then, with a dataset, one push of the folder."""
     from rollouts.board_files import write_snapshot
 
-    token = os.environ.get("HF_TOKEN")
+    token = settings.HF_TOKEN.get()
     if dataset and not token:
         print("error: --dataset needs HF_TOKEN to push", file=sys.stderr)
         return 2
@@ -93,7 +93,7 @@ def _snapshot(archive: Archive, root: Path, dataset: str | None) -> int:
         return 0
     from rollouts.hub_push import HubPusher
 
-    pusher = HubPusher(root, dataset, token=token, endpoint=os.environ.get("HF_ENDPOINT") or None)
+    pusher = HubPusher(root, dataset, token=token, endpoint=settings.HF_ENDPOINT.get())
     pusher.start()
     try:
         pushed = pusher.flush(timeout=PUSH_TIMEOUT_S)

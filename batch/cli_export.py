@@ -21,7 +21,6 @@ the board and marks the card.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 from collections.abc import Callable
@@ -30,6 +29,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from rollouts import settings
 from rollouts.layout import (
     CARD,
     INDEX_DIR,
@@ -63,7 +63,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    token = os.environ.get("HF_TOKEN") or None
+    token = settings.HF_TOKEN.get()
     problem = _check(args, token)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
@@ -196,8 +196,8 @@ def _cleaner() -> Callable[[Any], Any]:
     from agent.providers.base import scrub
     from agent.providers.registry import key_providers
 
-    secrets = sorted({os.environ.get(api.key_env or "") or "" for _, api in key_providers()}
-                     | {os.environ.get("HF_TOKEN") or ""} - {""})
+    secrets = sorted({(settings.setting(api.key_env).get() if api.key_env else "") or "" for _, api in key_providers()}
+                     | {(settings.HF_TOKEN.get() or "")} - {""})
 
     def clean(value: Any) -> Any:
         if isinstance(value, str):
@@ -217,7 +217,7 @@ def _snapshot(repo: str, folder: Path, token: str | None) -> Path:
     from huggingface_hub import snapshot_download
 
     snapshot_download(repo, repo_type="dataset", allow_patterns=[RECORD_GLOB, INDEX_GLOB, INDEX_PARQUET_GLOB],
-                      local_dir=folder, endpoint=os.environ.get("HF_ENDPOINT") or None, token=token or False)
+                      local_dir=folder, endpoint=settings.HF_ENDPOINT.get(), token=token or False)
     return folder
 
 
@@ -225,7 +225,7 @@ def _push(out: Path, repo: str, token: str | None, *, private: bool, source: str
     """The export folder to `repo` in one commit; a repo that holds rollouts is refused."""
     from huggingface_hub import HfApi
 
-    api = HfApi(endpoint=os.environ.get("HF_ENDPOINT") or None, token=token)
+    api = HfApi(endpoint=settings.HF_ENDPOINT.get(), token=token)
     try:
         api.create_repo(repo, repo_type="dataset", private=private, exist_ok=True)
         held = api.list_repo_files(repo, repo_type="dataset")
@@ -247,7 +247,7 @@ def _reason(exc: BaseException) -> str:
     from agent.providers.base import scrub
 
     return scrub(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300],
-                 [os.environ.get("HF_TOKEN") or ""])
+                 [(settings.HF_TOKEN.get() or "")])
 
 
 def _unit(text: str) -> float:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +22,7 @@ from tqdm import tqdm
 
 from agent import APP_VERSION
 from berth_env import GRADER_VERSION, load_pack
+from rollouts import settings
 from rollouts.layout import RECORD_GLOB, default_rollout_dir
 from rollouts.regrade import flips_table, regrade_records
 from rollouts.store import RolloutStore
@@ -85,7 +85,6 @@ def _snapshot(repo: str) -> Path:
 
     # Read at call time, not at huggingface_hub's import: where to download from and to.
     folder = snapshot_download(repo, repo_type="dataset", allow_patterns=[RECORD_GLOB],
-                               endpoint=os.environ.get("HF_ENDPOINT") or None,
-                               cache_dir=os.environ.get("HF_HUB_CACHE") or None,
-                               token=os.environ.get("HF_TOKEN") or None)
+                               endpoint=settings.HF_ENDPOINT.get(), cache_dir=settings.HF_HUB_CACHE.get(),
+                               token=settings.HF_TOKEN.get())
     return Path(folder)

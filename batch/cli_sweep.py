@@ -20,7 +20,6 @@ namespace, command and the names of the secrets its Jobs get.
 from __future__ import annotations
 
 import argparse
-import os
 import secrets
 import tempfile
 import time
@@ -47,6 +46,7 @@ from batch.sweep_plan import (
 from batch.sweep_plan import shard_run_args as shard_args
 from batch.sweep_state import SweepState, SweepStateError, check_folder, load_from_hub, load_local, reconcile
 from berth_env import TIERS
+from rollouts import settings
 from rollouts.layout import default_rollout_dir
 
 
@@ -398,7 +398,7 @@ def _print_status(sweep: Sweep, console: Console) -> int:
 
 
 def _token() -> str | None:
-    token = os.environ.get("HF_TOKEN", "").strip()
+    token = settings.HF_TOKEN.get()
     if token:
         return token
     from huggingface_hub import get_token
@@ -410,5 +410,5 @@ def _hub_api(token: str | None) -> Any:
     from huggingface_hub import HfApi
 
     # HF_ENDPOINT as the process has it now (huggingface_hub reads it once, at its import).
-    return HfApi(endpoint=os.environ.get("HF_ENDPOINT") or None, token=token)
+    return HfApi(endpoint=settings.HF_ENDPOINT.get(), token=token)
 

@@ -19,6 +19,7 @@ from typing import Protocol
 from batch.sweep_jobs import JobView
 from batch.sweep_plan import SweepPlan
 from batch.sweep_state import in_folder, log_rel
+from rollouts import settings
 
 
 class ShardProcess(Protocol):
@@ -77,7 +78,7 @@ class LocalShards:
     def submit(self, plan: SweepPlan, shard: int) -> tuple[str, JobView]:
         command = [sys.executable, *plan.command(shard)[1:]]
         # The keys reach the shard as its environment, as a Job's secrets do; never on its command line.
-        env = {**os.environ, **self._secrets}
+        env = settings.child_environment(self._secrets)
         log = in_folder(self.folder, log_rel(plan.run, shard))
         process = self._spawn(command, env, Path.cwd(), log)
         job_id = f"local-{shard}-{process.pid}"

@@ -10,7 +10,6 @@ own fields make, so a damaged or hostile copy gives one clear error instead of a
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
@@ -22,6 +21,7 @@ from agent.providers.registry import MissingKey, parse_spec, provider_class
 from agent.spec import SpecError
 from batch.grid import check_run_name, grid_cells
 from berth_env import TIERS
+from rollouts import settings
 
 HF_JOBS, LOCAL = "hf-jobs", "local"
 # The forms huggingface_hub's run_job reads as a Space (it sends them as `spaceId`).
@@ -256,9 +256,8 @@ def shard_run_args(*, models: list[str], selection: list[str], repeats: int, run
 def resolve_image(image: str | None, space: str | None, environ: dict[str, str] | None = None) -> str:
     """The image the Jobs run: --image as given, else the Space named by --space or SPACE_ID (where this code is
     deployed). SweepError when there is none, or it is neither a Space nor a Docker image reference."""
-    environ = os.environ if environ is None else environ
     if image is None:
-        space = space or environ.get("SPACE_ID")
+        space = space or settings.SPACE_ID.get(environ)
         if not space:
             raise SweepError("no image for the Jobs: pass --space OWNER/NAME (the Space that runs this arena) or "
                              "--image, or run the sweep from the Space (SPACE_ID)")
@@ -312,8 +311,9 @@ def job_secrets(models: list[str], hf_token: str | None) -> dict[str, str]:
             secrets[api.key_env] = key
         # Where the provider sends requests when not to its default server: a Job needs it as much as the key. A
         # secret too: such a URL may carry credentials, and a Job's plain environment is shown to whoever looks.
-        if api.endpoint_env and os.environ.get(api.endpoint_env):
-            secrets[api.endpoint_env] = os.environ[api.endpoint_env]
+        endpoint = api.endpoint_url()
+        if api.endpoint_env and endpoint:
+            secrets[api.endpoint_env] = endpoint
     if hf_token:
         secrets["HF_TOKEN"] = hf_token
     return secrets

@@ -35,6 +35,7 @@ from openenv.core.mcp_client import MCPToolClient  # noqa: E402
 import agent.loop  # noqa: E402
 from agent.providers.base import ModelTurn, ToolCall  # noqa: E402
 from agent.providers.registry import preload_and_freeze  # noqa: E402
+from agent.request import EpisodeRequest  # noqa: E402
 from agent.session import EnvSession  # noqa: E402
 from berth_env import load_pack  # noqa: E402
 from testkit.servers import berth_server  # noqa: E402
@@ -86,8 +87,8 @@ def loop_episode(url: str, task_id: str, plan_json: str) -> tuple[float, float]:
     EnvSession.call = timed_call
     try:
         began = ended = None
-        for event in agent.loop.stream_episode("hf:bench/scripted", task_id, env_url=url, max_turns=CHECKS + 1,
-                                               keys={"hf": "unused"}):
+        for event in agent.loop.stream_episode(EpisodeRequest.of("hf:bench/scripted", task_id, env_url=url,
+                                                                  max_turns=CHECKS + 1, keys={"hf": "unused"})):
             if event["type"] == "episode_started":
                 began = time.perf_counter()
             elif event["type"] == "tool_result":
@@ -130,13 +131,14 @@ def own_work_ms(task: dict, plan_json: str, episodes: int = 300) -> float:
     plan = json.loads(plan_json)["plan"]
     real_provider, real_session = agent.loop.make_provider, agent.loop.EnvSession
     agent.loop.make_provider = lambda *a, **k: ScriptedModel(plan_json)
-    agent.loop.EnvSession = lambda url: ReplayedSession(task, plan)
+    agent.loop.EnvSession = lambda url, **_: ReplayedSession(task, plan)  # the policy too, when the loop passes one
     try:
         times = []
         for _ in range(episodes):
             start = time.perf_counter()
-            for event in agent.loop.stream_episode("hf:bench/scripted", task["task_id"], env_url="http://replay",
-                                                   max_turns=CHECKS + 1, keys={"hf": "unused"}):
+            for event in agent.loop.stream_episode(EpisodeRequest.of("hf:bench/scripted", task["task_id"],
+                                                                      env_url="http://replay", max_turns=CHECKS + 1,
+                                                                      keys={"hf": "unused"})):
                 if event["type"] == "episode_finished":
                     assert event["record"]["reward"] == 1.0
             times.append(time.perf_counter() - start)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import os
 
 import uvicorn
 
 from berth_env.embedded import WS_PING_INTERVAL_S, WS_PING_TIMEOUT_S
+from berth_env.settings import add_tasks_dirs
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -20,8 +20,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.tasks_dir:
         # The pack loader reads BERTH_TASKS_DIR on its first (cached) load, which happens in create_berth_app.
-        dirs = [d for d in os.environ.get("BERTH_TASKS_DIR", "").split(":") if d] + args.tasks_dir
-        os.environ["BERTH_TASKS_DIR"] = ":".join(dirs)
+        add_tasks_dirs(args.tasks_dir)
     from berth_env.server import create_berth_app
 
     uvicorn.run(create_berth_app(), host=args.host, port=args.port, log_level="info",

@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from berth_env.settings import tasks_dirs
+
 BUNDLED_PACK = Path(__file__).resolve().parent / "data" / "dock-v1-eval"
-TASKS_DIR_VAR = "BERTH_TASKS_DIR"
 # The difficulty tiers of dock-v1 (a task's `difficulty`), easiest first.
 TIERS = ("standard", "busy", "storm", "extreme")
 
@@ -160,13 +161,13 @@ def load_pack(dirs: Iterable[str | os.PathLike[str]] | None = None) -> Pack:
     twice (e.g. the bundled pack also named in the variable) is loaded once.
     """
     if dirs is None:
-        return _default_pack(os.environ.get(TASKS_DIR_VAR, ""), _runtime)
+        return _default_pack(tasks_dirs(), _runtime)
     return _load(Path(d) for d in dirs)
 
 
 def base_pack() -> Pack:
     """The bundled pack and `$BERTH_TASKS_DIR`, without the runtime packs: what a new runtime pack must not repeat."""
-    return _default_pack(os.environ.get(TASKS_DIR_VAR, ""), ())
+    return _default_pack(tasks_dirs(), ())
 
 
 # Runtime packs, replaced whole (one tuple assignment), so a reader sees the old set or the new one, never a mix.
@@ -189,7 +190,7 @@ def set_runtime_packs(dirs: Iterable[str | os.PathLike[str]]) -> Pack:
     # Packs replaced by this call would otherwise stay in the cache (a thousand tasks are tens of megabytes); a
     # reader racing this call may load the old set once more, which is correct, only slower.
     _default_pack.cache_clear()
-    pack = _default_pack(os.environ.get(TASKS_DIR_VAR, ""), wanted)
+    pack = _default_pack(tasks_dirs(), wanted)
     _runtime = wanted
     return pack
 

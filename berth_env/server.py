@@ -9,7 +9,6 @@ because the WebSocket handler calls `step_async` while other paths call `step`.
 from __future__ import annotations
 
 import json
-import os
 import random
 import re
 import uuid
@@ -39,6 +38,7 @@ from pydantic import BaseModel, Field
 from berth_env import PlanError, canonical_plan, evaluate, grade, load_pack, parse_plan
 from berth_env.episodes import STORE, Episode
 from berth_env.rubric import BerthPlanRubric
+from berth_env.settings import env_int
 from berth_env.texts import rules_text, situation_text
 
 ENV_NAME = "berth_planning"
@@ -51,19 +51,6 @@ DEFAULT_MAX_CONCURRENT_ENVS = 64
 # sessions with a live WebSocket are never reaped.
 DEFAULT_SESSION_IDLE_S = 1800.0
 SUBMIT_VIOLATIONS_SHOWN = 20
-
-
-def _env_int(name: str, default: int) -> int:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValueError(f"{name} must be a whole number, got {raw!r}") from None
-    if value < 1:
-        raise ValueError(f"{name} must be at least 1, got {value}")
-    return value
 
 
 def to_json(value: Any) -> str:
@@ -164,8 +151,8 @@ class BerthEnvironment(MCPEnvironment):
         super().__init__(mcp)
         self.rubric = BerthPlanRubric()
         self.pack = load_pack()
-        self.max_checks = _env_int("BERTH_MAX_CHECKS", DEFAULT_MAX_CHECKS)
-        self.max_tool_calls = _env_int("BERTH_MAX_TOOL_CALLS", DEFAULT_MAX_TOOL_CALLS)
+        self.max_checks = env_int("BERTH_MAX_CHECKS", DEFAULT_MAX_CHECKS)
+        self.max_tool_calls = env_int("BERTH_MAX_TOOL_CALLS", DEFAULT_MAX_TOOL_CALLS)
         self._episode: Episode | None = None
         self._call: _Call | None = None
 
@@ -414,7 +401,7 @@ def create_berth_app(env_factory: type[BerthEnvironment] = BerthEnvironment) -> 
     """The FastAPI app: OpenEnv's routes for `env_factory` plus ours. Mount a Gradio UI on it if you like."""
     load_pack()  # fail at start-up, not on the first session, if the pack is broken
     config = ConcurrencyConfig(
-        max_concurrent_envs=_env_int("MAX_CONCURRENT_ENVS", DEFAULT_MAX_CONCURRENT_ENVS),
+        max_concurrent_envs=env_int("MAX_CONCURRENT_ENVS", DEFAULT_MAX_CONCURRENT_ENVS),
         session_timeout=DEFAULT_SESSION_IDLE_S,
     )
     app = create_fastapi_app(env_factory, CallToolAction, CallToolObservation, concurrency_config=config,

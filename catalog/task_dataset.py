@@ -30,13 +30,14 @@ from pathlib import Path
 
 from berth_env.pack import PackError, base_pack, set_runtime_packs, write_pack
 from catalog.task_verdicts import REFERENCE_COLUMNS, VerdictCache, checked_rows, file_sha256
+from rollouts import settings
 from rollouts.sources.hub import HubRepo, describe, offline
 
 log = logging.getLogger(__name__)
 
-DEFAULT_DATASET = "FineEnvs/PortSimEnv"
-DATASET_VAR = "TASKS_DATASET"
-CACHE_VAR = "TASKS_CACHE"
+DEFAULT_DATASET = settings.TASKS_DATASET.default
+DATASET_VAR = settings.TASKS_DATASET.name
+CACHE_VAR = settings.TASKS_CACHE.name
 FILES = {"eval": "tasks/eval.parquet", "train": "tasks/train.parquet"}  # eval first: the benchmark split leads
 PROBE_TIMEOUT_S = 5.0
 FILE_TIMEOUT_S = 120.0  # one Parquet file, retries included (a few megabytes)
@@ -88,18 +89,17 @@ def _publish(status: TasksStatus) -> TasksStatus:
 
 def default_cache_dir() -> Path:
     """`TASKS_CACHE`, else the Space's persistent storage when it has some, else the user's cache folder."""
-    given = os.environ.get(CACHE_VAR)
+    given = settings.TASKS_CACHE.get()
     if given:
-        return Path(given)
-    if os.environ.get("SPACE_ID") and Path("/data").is_dir():
+        return given
+    if settings.SPACE_ID.is_set() and Path("/data").is_dir():
         return Path("/data/.cache/berth-arena/tasks")
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "berth-arena" / "tasks"
+    return (settings.XDG_CACHE_HOME.get() or Path.home() / ".cache") / "berth-arena" / "tasks"
 
 
 def dataset_from_env() -> str | None:
     """`TASKS_DATASET`; set but empty means none (the bundled tasks alone)."""
-    value = os.environ.get(DATASET_VAR)
-    return DEFAULT_DATASET if value is None else (value.strip() or None)
+    return settings.TASKS_DATASET.get()
 
 
 class TaskDataset:
@@ -308,7 +308,7 @@ def serve_tasks_dataset(repo: str | None = None, *, background: bool = False,
     repo = repo if repo is not None else dataset_from_env()
     if not repo:
         return None
-    options.setdefault("token", os.environ.get("HF_TOKEN") or None)
+    options.setdefault("token", settings.HF_TOKEN.get())
     dataset = TaskDataset(repo, **options)  # type: ignore[arg-type]
     if background:
         dataset.start()

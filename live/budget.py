@@ -21,14 +21,14 @@ import math
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from agent.limits import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS
 from agent.providers.registry import parse_spec, provider_class
-from agent.spec import SpecError
+from agent.spec import ModelSpec, SpecError
 from rollouts.prices import episode_usd
 
 HOUR_S = 3600.0
@@ -76,19 +76,35 @@ class Left:
     space_usd: float | None
 
 
-def on_space_keys(model: str, keys: dict[str, str] | None) -> bool:
+def _parsed(model: str | ModelSpec) -> ModelSpec | None:
+    """`model` as a spec: a parsed one as it is (a request's, never read twice), a text read by the one check; None
+    when it does not parse (it plays nothing: the run's own checks refuse it)."""
+    if isinstance(model, ModelSpec):
+        return model
+    try:
+        return parse_spec(model)
+    except SpecError:
+        return None
+
+
+def budget_terms(request: Any) -> tuple[ModelSpec, dict[str, Any]]:
+    """(its spec, its keys and limits): what the budget reads of an agent.request.EpisodeRequest."""
+    return request.spec, {"keys": dict(request.keys), "max_turns": request.limits.max_turns,
+                          "max_tokens": request.limits.max_tokens}
+
+
+def on_space_keys(model: str | ModelSpec, keys: Mapping[str, str] | None) -> bool:
     """Whether `model` would play on a key of the Space's environment: its provider takes a key and none was typed
     for it. A spec that does not parse plays nothing (the run's own checks refuse it)."""
-    try:
-        spec = parse_spec(model)
-    except SpecError:
+    spec = _parsed(model)
+    if spec is None:
         return False
     if provider_class(spec.provider).key_env is None:
         return False
     return not ((keys or {}).get(spec.provider) or "").strip()
 
 
-def worst_case(model: str, max_turns: int, max_tokens: int, when: datetime | None = None) -> tuple[int, float]:
+def worst_case(model: str | ModelSpec, max_turns: int, max_tokens: int, when: datetime | None = None) -> tuple[int, float]:
     """(tokens, US dollars) one episode of `model` may spend at most (module docstring); dollars 0.0 unpriced."""
     turns = [{"input_tokens": PROMPT_TOKENS + (turn - 1) * (max_tokens + RESULT_TOKENS), "output_tokens": max_tokens}
              for turn in range(1, max_turns + 1)]
@@ -101,14 +117,13 @@ def worst_case(model: str, max_turns: int, max_tokens: int, when: datetime | Non
     return usage["input_tokens"] + usage["output_tokens"], usd
 
 
-def _each_route(model: str) -> list[str]:
+def _each_route(model: str | ModelSpec) -> list[str]:
     """`model`, or for `hf:org/model:a|b` each of `hf:org/model:a` and `hf:org/model:b` (as the spec reads it)."""
-    try:
-        spec = parse_spec(model)
-    except SpecError:
-        return [model]
+    spec = _parsed(model)
+    if spec is None:
+        return [str(model)]
     if not spec.fallbacks:
-        return [model]
+        return [spec.text]
     effort = f"@{spec.effort}" if spec.effort else ""
     return [f"{spec.provider}:{route}{effort}" for route in (spec.model, *spec.fallbacks)]
 
@@ -145,9 +160,9 @@ class SpendBudget:
             raise BudgetExceeded(f"On the Space's keys a run takes at most {turns} turns and {tokens:,} tokens a "
                                  "turn. Lower them, or paste your own API key (then the limits are yours).")
 
-    def charge(self, episodes: Sequence[tuple[str, dict[str, Any]]]) -> list[tuple[int, float] | None]:
-        """Each episode's worst case (model, loop options as RunRegistry starts it), None for one off the Space's
-        keys; BudgetExceeded when one asks for more than the Space's keys allow."""
+    def charge(self, episodes: Sequence[tuple[str | ModelSpec, dict[str, Any]]]) -> list[tuple[int, float] | None]:
+        """Each episode's worst case ((model, its keys and limits), as `budget_terms` gives a request's), None for
+        one off the Space's keys; BudgetExceeded when one asks for more than the Space's keys allow."""
         out: list[tuple[int, float] | None] = []
         for model, options in episodes:
             if not on_space_keys(model, options.get("keys")):
@@ -169,7 +184,7 @@ class SpendBudget:
 
         return sorted(dict.fromkeys(models), key=cost, reverse=True)[:count]
 
-    def reserve(self, visitor: str, episodes: Sequence[tuple[str, dict[str, Any]]], *,
+    def reserve(self, visitor: str, episodes: Sequence[tuple[str | ModelSpec, dict[str, Any]]], *,
                 hold_as: Sequence[str] | None = None) -> list[Hold | None]:
         """Hold each episode's worst case (None for one off the Space's keys), all or none: BudgetExceeded saying
         which budget, and nothing held, when they do not all fit. `hold_as`: models whose worst cases are held in

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from agent.request import EpisodeRequest
 from live.quota import QuotaExceeded, SaveQuota
 from live.runs import EpisodeRun, RunRegistry, stop_token
 from rollouts.matches import MODES, VOTE_CHOICES, MatchBook, MatchError, match_row
@@ -128,17 +129,19 @@ class MatchRegistry:
         self._ballots: OrderedDict[str, LiveMatch] = OrderedDict()
         self._lock = threading.Lock()
 
-    def start(self, model_a: str, model_b: str, task_id: str, *, mode: str, owner: str, visitor: str | None = None,
-              hold_as: list[str] | None = None, **options: Any) -> LiveMatch:
-        """Start both episodes on `task_id` (options as for RunRegistry.start, the same for both); CapacityError
-        when the caps refuse the pair, and then neither starts. `hold_as`: as for RunRegistry.start_group."""
+    def start(self, side_a: EpisodeRequest, side_b: EpisodeRequest, *, mode: str, owner: str,
+              visitor: str | None = None, hold_as: list[str] | None = None) -> LiveMatch:
+        """Start both sides (agent.request, one task, as the door's check made them); CapacityError when the caps
+        refuse the pair, and then neither starts. `hold_as`: as for RunRegistry.start_group."""
         if mode not in MODES:
             raise ValueError(f"a match's mode is one of {', '.join(MODES)}, not {mode!r}")
+        if side_a.task_id != side_b.task_id:
+            raise ValueError("both sides of a match play one task")
+        task_id = side_a.task_id
         # Under the lock: a side that ends at once is saved while `withheld_episodes` waits for the match to be
         # known, so neither the pusher nor a door sees its record before it counts as withheld.
         with self._lock:
-            a, b = self.runs.start_group([(model_a, task_id, options), (model_b, task_id, options)], owner=owner,
-                                         visitor=visitor, hold_as=hold_as)
+            a, b = self.runs.start_group([side_a, side_b], owner=owner, visitor=visitor, hold_as=hold_as)
             match = LiveMatch(new_episode_id(), mode, task_id, a, b, owner, visitor or owner)
             self._matches[match.match_id] = match
             self._forget_old()

@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.loop import stream_episode
-from live.budget import BudgetExceeded, Hold, SpendBudget
+from agent.request import EpisodeRequest
+from live.budget import BudgetExceeded, Hold, SpendBudget, budget_terms
 from live.quota import QuotaExceeded, SaveQuota
 from rollouts.journal import NoRoom
 from rollouts.schema import new_episode_id
@@ -98,19 +99,21 @@ class RunRegistry:
         self._runs: OrderedDict[str, EpisodeRun] = OrderedDict()
         self._lock = threading.Lock()
 
-    def start(self, model: str, task_id: str, *, owner: str, visitor: str | None = None,
-              **options: Any) -> EpisodeRun:
-        """Start an episode in the background; `options` go to `stream_episode` (keys stay in the worker).
-        `owner` may stop it; `visitor` (default: the owner) is whom the per-visitor cap counts."""
-        return self.start_group([(model, task_id, options)], owner=owner, visitor=visitor)[0]
+    def start(self, request: EpisodeRequest, *, owner: str, visitor: str | None = None) -> EpisodeRun:
+        """Start an episode of `request` (agent.request: checked by the door, played by `stream_episode` as it
+        is; its keys stay in the worker) in the background. `owner` may stop it; `visitor` (default: the owner) is
+        whom the per-visitor cap counts."""
+        return self.start_group([request], owner=owner, visitor=visitor)[0]
 
-    def start_group(self, episodes: list[tuple[str, str, dict[str, Any]]], *, owner: str,
-                    visitor: str | None = None, hold_as: list[str] | None = None) -> list[EpisodeRun]:
-        """Start several episodes (model, task id, options) at once, all or none: they count together against
-        the caps and the visitor's rollouts per hour (an arena match is two runs), so a refusal starts nothing.
-        `hold_as`: the models whose worst cases the spending budget holds for them (SpendBudget.reserve)."""
+    def start_group(self, requests: list[EpisodeRequest], *, owner: str, visitor: str | None = None,
+                    hold_as: list[str] | None = None) -> list[EpisodeRun]:
+        """Start several episodes at once, all or none: they count together against the caps and the visitor's
+        rollouts per hour (an arena match is two runs), so a refusal starts nothing. `hold_as`: the models whose
+        worst cases the spending budget holds for them (SpendBudget.reserve)."""
+        if not all(isinstance(request, EpisodeRequest) for request in requests):
+            raise TypeError("RunRegistry starts EpisodeRequests (agent.request), made by the door's one check")
         visitor = visitor or owner
-        count = len(episodes)
+        count = len(requests)
         with self._lock:
             live = [r for r in self._runs.values() if not r.finished]
             if self._journal is not None:  # the store's reading of its disk: a run it could not keep never starts
@@ -132,28 +135,27 @@ class RunRegistry:
                     self._quota.take(visitor, count=count)
                 except QuotaExceeded as exc:
                     raise CapacityError(str(exc)) from None
-            holds = self._reserve(visitor, episodes, hold_as)
-            runs = [EpisodeRun(new_episode_id(), model, task_id, owner, visitor, hold=hold)
-                    for (model, task_id, _), hold in zip(episodes, holds, strict=True)]
+            holds = self._reserve(visitor, requests, hold_as)
+            runs = [EpisodeRun(new_episode_id(), request.model, request.task_id, owner, visitor, hold=hold)
+                    for request, hold in zip(requests, holds, strict=True)]
             for run in runs:
                 self._runs[run.episode_id] = run
             self._forget_old()
-        for run, (_, _, options) in zip(runs, episodes, strict=True):
-            threading.Thread(target=self._play, args=(run, options), name=f"episode-{run.episode_id}",
+        for run, request in zip(runs, requests, strict=True):
+            threading.Thread(target=self._play, args=(run, request), name=f"episode-{run.episode_id}",
                              daemon=True).start()
         return runs
 
-    def _reserve(self, visitor: str, episodes: list[tuple[str, str, dict[str, Any]]],
+    def _reserve(self, visitor: str, requests: list[EpisodeRequest],
                  hold_as: list[str] | None) -> list[Hold | None]:
         """Each episode's worst case held on the Space's budget; a refusal gives the quota's slots back."""
         if self.budget is None:
-            return [None] * len(episodes)
+            return [None] * len(requests)
         try:
-            return self.budget.reserve(visitor, [(model, options) for model, _, options in episodes],
-                                       hold_as=hold_as)
+            return self.budget.reserve(visitor, [budget_terms(request) for request in requests], hold_as=hold_as)
         except BudgetExceeded as exc:
             if self._quota is not None:
-                self._quota.give_back(visitor, count=len(episodes))
+                self._quota.give_back(visitor, count=len(requests))
             raise CapacityError(str(exc)) from None
 
     def running_for(self, owner: str) -> bool:
@@ -179,13 +181,12 @@ class RunRegistry:
         run.stop_event.set()
         return True
 
-    def _play(self, run: EpisodeRun, options: dict) -> None:
+    def _play(self, run: EpisodeRun, request: EpisodeRequest) -> None:
         record = None
-        if self._journal is not None:
-            options = {**options, "progress": self._journal.write}
+        progress = self._journal.write if self._journal is not None else None
         try:
-            for event in stream_episode(run.model, run.task_id, episode_id=run.episode_id, stop=run.stop_event,
-                                        **options):
+            for event in stream_episode(request, episode_id=run.episode_id, stop=run.stop_event,
+                                        progress=progress):
                 if event["type"] == "episode_finished":
                     record = event["record"]
                 else:

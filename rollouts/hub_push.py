@@ -61,6 +61,7 @@ from rollouts.index.compaction import compact
 from rollouts.jsonio import atomic_write
 from rollouts.layout import BATTLE_GLOB, BOARD_GLOB, CARD, MATCH_GLOB, TRACE_GLOB, is_trace_rel
 from rollouts.push_log import PushedFiles
+from rollouts.scrub import scrub
 from rollouts.withheld import names_none, public_part
 
 log = logging.getLogger(__name__)
@@ -416,9 +417,8 @@ class HubPusher:
             text = f"HTTP {exc.response.status_code}: {str(exc).splitlines()[0]}"
         else:
             text = f"{type(exc).__name__}: {exc}"
-        if self._token:
-            text = text.replace(self._token, "***")
-        return text[:300]
+        # Scrubbed before it is cut, as the loop's errors are: a masked echo of the token gives part of it away too.
+        return scrub(text, [self._token or ""])[:300]
 
 
 def _read_version(path: Path) -> tuple[os.stat_result | None, bytes]:

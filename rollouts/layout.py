@@ -14,11 +14,11 @@ Every path of the dataset is made or recognised here, so a reader can trust a pa
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import Any
 
+from rollouts import settings
 from rollouts.schema import EPISODE_ID, started_at, valid_episode_id
 
 CARD = "README.md"
@@ -48,10 +48,10 @@ TRACE_REL = re.compile(rf"{TRACES_DIR}/(?P<day>{DAY.pattern})/(?P<episode_id>{EP
 
 def default_rollout_dir() -> Path:
     """ROLLOUT_DIR, else the Space's persistent storage when it has some, else `./data/rollouts`."""
-    given = os.environ.get("ROLLOUT_DIR")
+    given = settings.ROLLOUT_DIR.get()
     if given:
-        return Path(given)
-    if os.environ.get("SPACE_ID") and Path("/data").is_dir():
+        return given
+    if settings.SPACE_ID.is_set() and Path("/data").is_dir():
         return Path("/data/rollouts")
     return Path("data/rollouts")
 

@@ -17,10 +17,11 @@ and its share pages say so (`Vary: Host`, viewer/share/routes.py).
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from urllib.parse import quote
+
+from rollouts import settings
 
 ROLLOUT_PAGE = "/r/"
 EVERY_INTERFACE = {"", "0.0.0.0", "::", "[::]"}  # a listening address that names no host a visitor can reach
@@ -35,14 +36,15 @@ def space_url(space_id: str) -> str:
 def public_base(environ: Mapping[str, str] | None = None, listen: tuple[str, int] | None = None) -> str | None:
     """The arena's public address without a trailing slash, or None when none is known (see the module's
     docstring); `listen`: where the app listens (host, port), the address when nothing else names one."""
-    env = os.environ if environ is None else environ
-    if env.get("ARENA_URL", "").strip():
-        return env["ARENA_URL"].strip().rstrip("/")
-    host = env.get("SPACE_HOST", "").split(",")[0].strip().rstrip("/")
+    arena_url = settings.ARENA_URL.get(environ)
+    if arena_url:
+        return arena_url
+    host = settings.SPACE_HOST.get(environ)
     if host:
         return host if host.startswith(("http://", "https://")) else f"https://{host}"
-    if env.get("SPACE_ID", "").strip():
-        return space_url(env["SPACE_ID"])
+    space_id = settings.SPACE_ID.get(environ)
+    if space_id:
+        return space_url(space_id)
     if listen is not None and listen[0].strip() not in EVERY_INTERFACE:
         host = listen[0].strip()
         return f"http://{f'[{host}]' if ':' in host and not host.startswith('[') else host}:{int(listen[1])}"

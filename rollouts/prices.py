@@ -28,6 +28,8 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
+from rollouts.model_spec import spec_parts
+
 log = logging.getLogger(__name__)
 
 LIBRARY = "genai-prices"
@@ -73,16 +75,15 @@ def served_by(model: Any, switches: Any = ()) -> list[tuple[str, str]] | None:
     when the spec names no priced provider (baselines, humans, `vllm:`, an `hf:` spec without a provider)."""
     if not isinstance(model, str):
         return None
-    prefix, _, rest = model.partition(":")
-    group = price_group(prefix)
+    parts = spec_parts(model)
+    group = price_group(parts.provider or "")
     if group is None:
         return None
-    at, name = PRICE_GROUPS[group], rest.partition("@")[0]
+    at, name = PRICE_GROUPS[group], parts.model
     if "{route}" not in at:
         return [(at, name)] if name else None
-    name, colon, routes = name.partition(":")
-    chain = [route.strip() for route in routes.split("|") if route.strip()]
-    if not name or not colon or not chain:
+    chain = [route.strip() for route in (parts.routes or "").split("|") if route.strip()]
+    if not name or not chain:
         return None
     # Each switch moves the rest of the episode to the next provider of the route list.
     used = 1 + (len(switches) if isinstance(switches, list) else 0)

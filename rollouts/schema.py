@@ -25,6 +25,7 @@ from typing_extensions import TypedDict
 
 from berth_env import TIERS
 from rollouts.metrics import METRIC_COLUMNS, episode_metrics
+from rollouts.model_spec import spec_parts
 from rollouts.problems import first_problem
 from rollouts.record import Record
 
@@ -81,11 +82,7 @@ def model_name(spec: str) -> str:
 
     `hf:Qwen/Qwen3.8-27B:cerebras|ovhcloud` -> `Qwen/Qwen3.8-27B`; `openai:gpt-x@low` -> `gpt-x`.
     """
-    _, _, rest = spec.partition(":")
-    rest = rest.partition("@")[0]
-    if spec.startswith("hf:"):
-        rest = rest.partition(":")[0]
-    return rest or spec
+    return spec_parts(spec).model or spec
 
 
 # -- the record ----------------------------------------------------------------------------------------------------

@@ -219,9 +219,11 @@ def _rollouts(store: Any) -> None:
     for record in [shown, rival, human, *make_records(120, seed=12)]:
         store.save(record)
     from agent.loop import run_episode
+    from agent.request import EpisodeRequest
 
     # The share page shows a real episode: its charts, grade and transcript agree, as a visitor's would.
-    store.save(run_episode("baseline:hasty", "dock-36A-w06x1-busy-0", episode_id=SHARED, run="screenshots"))
+    store.save(run_episode(EpisodeRequest.of("baseline:hasty", "dock-36A-w06x1-busy-0", run="screenshots"),
+                           episode_id=SHARED))
 
 
 def _shot(page: Page, path: Path, *, full: bool = False) -> Path:

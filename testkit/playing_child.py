@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from agent.request import EpisodeRequest
 from berth_env.embedded import embedded_url
 from live.match_runs import MatchRegistry
 from live.runs import RunRegistry
@@ -33,15 +34,15 @@ def main(folder: str, episodes: int, pace_s: float = 5.0, match: bool = False) -
     url = embedded_url()
     if match:
         matches = MatchRegistry(registry, MatchBook(store.root, store.writer_id))
-        live = matches.start("baseline:greedy", "baseline:hasty", TASK_ID, mode="random", owner="crash-test",
-                             env_url=url, baseline_pace_s=pace_s)
+        live = matches.start(*(EpisodeRequest.of(model, TASK_ID, env_url=url, baseline_pace_s=pace_s)
+                               for model in ("baseline:greedy", "baseline:hasty")), mode="random", owner="crash-test")
         print("match", live.match_id, flush=True)
         for run in live.runs:
             print("started", run.episode_id, flush=True)
         threading.Event().wait()
     for _ in range(episodes):
-        run = registry.start("baseline:greedy", TASK_ID, owner="crash-test", env_url=url,
-                             baseline_pace_s=pace_s)
+        run = registry.start(EpisodeRequest.of("baseline:greedy", TASK_ID, env_url=url, baseline_pace_s=pace_s),
+                             owner="crash-test")
         print("started", run.episode_id, flush=True)
     threading.Event().wait()
 

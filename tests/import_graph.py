@@ -37,8 +37,8 @@ class Floor:
 REST = "*"  # every part of the package that no floor names
 # Inside a package, floors from the bottom up, the same rule as between packages.
 FLOORS: dict[str, tuple[Floor, ...]] = {
-    "agent": (Floor((REST,)), Floor(("providers",)), Floor(("loop",))),
-    "rollouts": (Floor(("schema", "layout", "jsonio", "record", "events", "problems", "replay", "search", "prices", "metrics",
+    "agent": (Floor((REST,)), Floor(("providers",)), Floor(("request", "loop"))),
+    "rollouts": (Floor(("settings", "scrub", "model_spec", "schema", "layout", "jsonio", "record", "events", "problems", "replay", "search", "prices", "metrics",
                         "filters")),
                  Floor(("index",)), Floor(("sources",)), Floor((REST,))),
     "viewer": (Floor(("chart",)), Floor((REST,)), Floor(("share",)),

@@ -72,7 +72,7 @@ def test_the_forms_and_the_cli_ask_for_its_key_by_its_own_names(test_provider, m
         check_model("testprov:m1")
     with pytest.raises(FormError, match=f"needs an test provider key: .* or set {KEY_ENV} on the Space"):
         _checked_spec("model", "testprov:m1", {})
-    assert _checked_spec("model", "testprov:m1", {PREFIX: "typed-key-1234"}) == "testprov:m1"
+    assert _checked_spec("model", "testprov:m1", {PREFIX: "typed-key-1234"}).text == "testprov:m1"
     monkeypatch.setenv(KEY_ENV, "shell-key-5678")
     check_model("testprov:m1")
 

@@ -5,7 +5,6 @@ tasks dataset loading in the background and the downloads the page offers."""
 from __future__ import annotations
 
 import atexit
-import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +17,7 @@ from live.hand_play import PlayRegistry
 from live.match_runs import MatchRegistry
 from live.quota import SaveQuota
 from live.runs import RunRegistry
+from rollouts import settings as environment
 from rollouts.archive import Archive
 from rollouts.layout import default_rollout_dir
 from rollouts.links import app_link, public_base, rollout_page, space_url
@@ -63,25 +63,25 @@ class Settings:
     def from_env(cls, listen: tuple[str, int] | None = None) -> Settings:
         """The settings from the environment; `listen`: where the app listens, its public address when nothing
         else names one (rollouts.links.public_base)."""
-        space_id = os.environ.get("SPACE_ID") or None
+        env = environment
         return cls(
-            env_url=os.environ.get("BERTH_ENV_URL") or None,
+            env_url=env.BERTH_ENV_URL.get(),
             rollout_dir=default_rollout_dir(),
-            dataset=os.environ.get("ROLLOUT_DATASET") or None,
-            hub_token=os.environ.get("HF_TOKEN") or None,
-            public_rollouts=os.environ.get("PUBLIC_ROLLOUTS", "FineEnvs/PortSimEnv") or None,
-            space_id=space_id,
-            max_episodes=int(os.environ.get("ARENA_MAX_EPISODES", "16")),
-            max_episodes_per_visitor=int(os.environ.get("ARENA_MAX_EPISODES_PER_VISITOR")
-                                         or os.environ.get("ARENA_MAX_EPISODES_PER_SESSION") or "2"),
-            baseline_pace_s=float(os.environ.get("ARENA_BASELINE_PACE_S", "0.5")),
+            dataset=env.ROLLOUT_DATASET.get(),
+            hub_token=env.HF_TOKEN.get(),
+            public_rollouts=env.PUBLIC_ROLLOUTS.get(),
+            space_id=env.SPACE_ID.get(),
+            max_episodes=env.ARENA_MAX_EPISODES.get(),
+            max_episodes_per_visitor=(env.ARENA_MAX_EPISODES_PER_VISITOR.get()
+                                      or env.ARENA_MAX_EPISODES_PER_SESSION.get()),
+            baseline_pace_s=env.ARENA_BASELINE_PACE_S.get(),
             tasks_dataset=dataset_from_env(),
-            tasks_cache=Path(os.environ["TASKS_CACHE"]) if os.environ.get("TASKS_CACHE") else None,
-            allowed_servers=os.environ.get("ALLOWED_SERVERS", ""),
-            custom_servers=_flag(os.environ.get("CUSTOM_SERVERS")),
-            max_rollouts_per_hour=int(os.environ.get("ARENA_MAX_ROLLOUTS_PER_HOUR", "30")),
+            tasks_cache=env.TASKS_CACHE.get(),
+            allowed_servers=env.ALLOWED_SERVERS.get(),
+            custom_servers=env.CUSTOM_SERVERS.get(),
+            max_rollouts_per_hour=env.ARENA_MAX_ROLLOUTS_PER_HOUR.get(),
             arena_url=public_base(listen=listen),
-            max_votes_per_hour=int(os.environ.get("ARENA_MAX_VOTES_PER_HOUR", "60")),
+            max_votes_per_hour=env.ARENA_MAX_VOTES_PER_HOUR.get(),
             budget=budget_from_env(),
         )
 
@@ -196,33 +196,9 @@ class AppContext:
         return rollout_page(episode_id, self.link_base(base_url))
 
 
-BUDGET_ENV = {"visitor_tokens_per_hour": "ARENA_BUDGET_VISITOR_TOKENS_PER_HOUR",
-              "visitor_usd_per_hour": "ARENA_BUDGET_VISITOR_USD_PER_HOUR",
-              "space_tokens_per_day": "ARENA_BUDGET_SPACE_TOKENS_PER_DAY",
-              "space_usd_per_day": "ARENA_BUDGET_SPACE_USD_PER_DAY",
-              "max_turns": "ARENA_SPACE_MAX_TURNS", "max_tokens": "ARENA_SPACE_MAX_TOKENS"}
-
-
 def budget_from_env() -> BudgetLimits:
-    """The spending budget's caps from BUDGET_ENV, each left at its default when unset; a malformed or negative one
-    stops the start, naming it (a typo must not turn the budget off)."""
-    defaults, values = BudgetLimits(), {}
-    for name, variable in BUDGET_ENV.items():
-        text = os.environ.get(variable, "").strip()
-        if not text:
-            continue
-        kind = type(getattr(defaults, name))
-        try:
-            value = kind(text)
-            if not value >= 0 or value == float("inf"):
-                raise ValueError
-        except ValueError:
-            raise ValueError(f"{variable}={text!r} is not a number of zero or more") from None
-        values[name] = value
-    return BudgetLimits(**values)
-
-
-def _flag(value: str | None) -> bool | None:
-    if value is None or not value.strip():
-        return None
-    return value.strip().lower() not in ("0", "false", "no", "off")
+    """The spending budget's caps (rollouts.settings.BUDGET: ARENA_BUDGET_* and ARENA_SPACE_MAX_*), each left at its
+    default when unset; a malformed or negative one stops the start, naming it (a typo must not turn the budget
+    off)."""
+    values = {name: setting.get() for name, setting in environment.BUDGET.items()}
+    return BudgetLimits(**{name: value for name, value in values.items() if value is not None})

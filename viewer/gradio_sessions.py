@@ -15,12 +15,13 @@ Gradio version that changed the class), logging why.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterator
 from copy import copy
 from typing import Any
 
 from gradio import state_holder
+
+from rollouts import settings
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +38,7 @@ def _lazy_init(self: Any, blocks: Any) -> None:
     self.state_data = {}
     self._state_ttl = {}
     self.is_closed = False
-    self.STATE_TTL_WHEN_CLOSED = 1 if os.getenv("GRADIO_IS_E2E_TEST", None) else 3600
+    self.STATE_TTL_WHEN_CLOSED = 1 if settings.GRADIO_IS_E2E_TEST.get() else 3600
 
 
 def _lazy_components(self: Any) -> Iterator[dict]:

@@ -19,8 +19,9 @@ in it, so a visitor per address would be a visitor per request. An IPv4-mapped I
 from __future__ import annotations
 
 import ipaddress
-import os
 from typing import Any
+
+from rollouts import settings
 
 
 def visitor_of(request: Any) -> str:
@@ -29,7 +30,7 @@ def visitor_of(request: Any) -> str:
     username = _account(request)
     if username:
         return f"account:{username}"
-    host = _appended_address(request) if os.environ.get("SPACE_ID") else None
+    host = _appended_address(request) if settings.SPACE_ID.is_set() else None
     if host is None:
         try:
             host = request.client.host if request is not None else None

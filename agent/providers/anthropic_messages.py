@@ -6,7 +6,6 @@ model wrote it (the record wants the raw text) and a malformed input becomes a l
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -37,7 +36,7 @@ class AnthropicProvider(ModelAPI):
     model_form = "<model>[@low|@medium|@high], e.g. anthropic:claude-sonnet-4-5"
 
     def __init__(self, spec: ModelSpec, setup: ProviderSetup):
-        self.client = anthropic.Anthropic(api_key=setup.key, base_url=os.environ.get(self.endpoint_env) or None,
+        self.client = anthropic.Anthropic(api_key=setup.key, base_url=self.endpoint_url(),
                                           max_retries=0, timeout=REQUEST_TIMEOUT_S,
                                           http_client=shared_http_client("anthropic", anthropic.DefaultHttpxClient))
         self.model, self.system, self.max_tokens = spec.model, setup.system, setup.max_tokens

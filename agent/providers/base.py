@@ -10,17 +10,18 @@ errors are worth a retry (`should_retry`). Subclasses register themselves by `pr
 
 from __future__ import annotations
 
-import os
 import re
 import threading
-from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from agent.interrupt import Interrupt
 from agent.spec import ModelSpec, SpecError
 from rollouts import events as ev
+from rollouts import settings
 from rollouts.prices import use_price_groups
+from rollouts.scrub import scrub
 
 __all__ = [
     "CHARS_PER_TOKEN", "NOTES_CHARS", "REQUEST_TIMEOUT_S", "Interrupt", "MissingKey", "ModelAPI",
@@ -135,6 +136,13 @@ class ModelAPI:
                 raise TypeError(f"provider prefix {prefix!r} is taken by {_name(taken)}")
         # rollouts sits below agent and cannot ask the registry, so it is told (a group it does not hold: an error).
         use_price_groups({prefix: cls.price_group for prefix in prefixes})
+        # Its variables are settings like any other (rollouts.settings), both secret: an endpoint URL may carry
+        # credentials.
+        if cls.key_env:
+            settings.declare(settings.Setting(cls.key_env, str, None, f"the {cls.key_name or 'API key'}", secret=True))
+        if cls.endpoint_env:
+            settings.declare(settings.Setting(cls.endpoint_env, str, None, f"where {cls.__name__} sends its requests "
+                                              "instead of its default", secret=True))
         PROVIDERS.update(dict.fromkeys(prefixes, cls))
 
     # -- before the episode ------------------------------------------------------------------------------------
@@ -151,10 +159,15 @@ class ModelAPI:
         given = ((keys or {}).get(spec.provider) or "").strip()
         if given:
             return given
-        from_env = os.environ.get(cls.key_env, "").strip()
+        from_env = settings.setting(cls.key_env).get()
         if from_env or not cls.key_required:
             return from_env or None
         raise MissingKey(f"{spec.text} needs an API key: type one in the form or set {cls.key_env}")
+
+    @classmethod
+    def endpoint_url(cls) -> str | None:
+        """Where this API's requests go instead of its default, from its `endpoint_env` (None: the default)."""
+        return settings.setting(cls.endpoint_env).get() if cls.endpoint_env else None
 
     @classmethod
     def check_model(cls, spec: ModelSpec) -> None:
@@ -257,33 +270,3 @@ def retry_delay(exc: BaseException, attempt: int, base_s: float) -> float:
     return min(RETRY_CAP_S, base_s * (2 ** attempt))
 
 
-REDACTED = "[redacted]"
-_KEY_CHAR = r"[A-Za-z0-9_\-]"
-# A key echoed masked: its first characters, a mask (`***`, `...`, `…`, `•••`), its last characters. Head and tail
-# are bounded so a long run of key characters without a mask costs a few steps per character, not a scan each.
-_MASKED = re.compile(rf"(?<!{_KEY_CHAR})(?P<head>{_KEY_CHAR}{{0,32}})(?P<mask>(?:[*•·#]|\.{{2,}}|…)+)"
-                     rf"(?P<tail>{_KEY_CHAR}{{0,32}})")
-_KEY_RUN = re.compile(rf"{_KEY_CHAR}{{8,}}")
-
-
-def scrub(text: str, secrets: Mapping[str, str] | Iterable[str]) -> str:
-    """Remove every secret (an API key, a token; of a mapping, its values) from a text that may reach a record, a
-    log, a terminal or a page, and what gives part of one away: a masked echo (providers quote a wrong key as
-    `sk-proj-****...WXYZ` or `sk-ant-ap...WXYZ`: its first characters, from 4, or its last, from 3, around a mask)
-    and any run of 8 or more of its characters in a row (a key cut off by a length limit). The one scrubber: the
-    loop's errors and the sweep's messages alike."""
-    values = secrets.values() if isinstance(secrets, Mapping) else secrets
-    keys = [secret for secret in values if secret and len(secret) >= 4]
-    for secret in keys:
-        text = text.replace(secret, REDACTED)
-    if not keys:
-        return text
-
-    def masked(match: re.Match) -> str:
-        head, tail = match["head"], match["tail"]
-        gives_away = any((len(head) >= 4 and key.startswith(head)) or (len(tail) >= 3 and key.endswith(tail))
-                         for key in keys)
-        return REDACTED if gives_away else match[0]
-
-    text = _MASKED.sub(masked, text)
-    return _KEY_RUN.sub(lambda run: REDACTED if any(run[0] in key for key in keys) else run[0], text)

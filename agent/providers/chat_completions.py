@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import os
 import re
 import uuid
 from collections.abc import Iterable
@@ -195,7 +194,7 @@ class HFRouterProvider(ChatCompletionsAPI):
 
     @classmethod
     def endpoint(cls) -> str:
-        return os.environ.get(cls.endpoint_env) or HF_ROUTER_URL
+        return cls.endpoint_url() or HF_ROUTER_URL
 
 
 class VLLMProvider(ChatCompletionsAPI):
@@ -212,11 +211,11 @@ class VLLMProvider(ChatCompletionsAPI):
 
     @classmethod
     def endpoint(cls) -> str:
-        return os.environ[cls.endpoint_env]
+        return cls.endpoint_url() or ""
 
     @classmethod
     def check_endpoint(cls, spec: ModelSpec) -> None:
-        if not os.environ.get(cls.endpoint_env):
+        if not cls.endpoint_url():
             raise SpecError(f"{spec.text} needs {cls.endpoint_env}, the OpenAI-compatible server to send requests to")
 
 

@@ -6,7 +6,6 @@ again on the next turn, so the model keeps its chain of thought without the serv
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -30,7 +29,7 @@ class ResponsesProvider(OpenAIClientAPI):
     model_form = "<model>[@low|@medium|@high], e.g. openai:gpt-5"
 
     def __init__(self, spec: ModelSpec, setup: ProviderSetup):
-        self.client = self.make_client(os.environ.get(self.endpoint_env) or None, setup.key)
+        self.client = self.make_client(self.endpoint_url(), setup.key)
         self.model, self.system, self.max_tokens = spec.model, setup.system, setup.max_tokens
         self.effort = spec.effort or "medium"
         self.tools = [{"type": "function", "name": t["name"], "description": t["description"],

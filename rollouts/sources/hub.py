@@ -26,6 +26,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from rollouts import settings
 from rollouts.index.format import concat_tables, first_per_episode, in_precedence, read_jsonl, read_parquet
 from rollouts.layout import is_record_rel, record_rel_for
 from rollouts.schema import RecordError, parse_record
@@ -56,7 +57,7 @@ def offline() -> bool:
     """huggingface_hub's offline switch (HF_HUB_OFFLINE), read now rather than at its import."""
     from huggingface_hub import constants
 
-    return bool(constants.HF_HUB_OFFLINE) or os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes")
+    return bool(constants.HF_HUB_OFFLINE) or settings.HF_HUB_OFFLINE.get()
 
 
 def bounded(fn, timeout: float, what: str):
@@ -103,7 +104,7 @@ class HubRepo:
         from huggingface_hub import constants
 
         self.repo = repo
-        self.endpoint = (endpoint or os.environ.get("HF_ENDPOINT") or constants.ENDPOINT).rstrip("/")
+        self.endpoint = (endpoint or settings.HF_ENDPOINT.get() or constants.ENDPOINT).rstrip("/")
         self.token = token
         self.cache_dir = str(cache_dir) if cache_dir else None
         self.probe_timeout = probe_timeout

@@ -13,6 +13,7 @@ import pytest
 from genai_prices import Usage as PriceUsage
 from genai_prices import calc_price
 
+from agent.request import EpisodeRequest
 from live.budget import (
     PROMPT_TOKENS,
     RESULT_TOKENS,
@@ -193,15 +194,16 @@ def test_a_run_on_the_spaces_key_holds_its_worst_case_and_settles_to_its_record(
     budget = SpendBudget(BudgetLimits(visitor_usd_per_hour=usd * 1.5, space_usd_per_day=0))
     registry = RunRegistry(saved.append, budget=budget)
     options = dict(env_url=env_url, max_turns=3, max_tokens=2000, keys={}, retry_base_s=0.01)
-    run = registry.start(MODEL, TASK_ID, owner="page", visitor="v", **options)
+    run = registry.start(EpisodeRequest.of(MODEL, TASK_ID, **options), owner="page", visitor="v")
     assert run.hold is not None and (run.hold.tokens, run.hold.usd) == (tokens, pytest.approx(usd))
     # While it plays, its worst case is held: a second run of the same visitor does not fit.
     with pytest.raises(CapacityError, match="for this hour cannot cover this run"):
-        registry.start(MODEL, TASK_ID, owner="page2", visitor="v", **options)
+        registry.start(EpisodeRequest.of(MODEL, TASK_ID, **options), owner="page2", visitor="v")
     # A visitor's own key is theirs to spend: it starts, and holds nothing.
     assert asked.wait(30)  # the held run's turn is the peer's first answer
     peer.push(Turn(ToolCall("submit_plan", optimal_args()), usage=Usage(input_tokens=10, output_tokens=5)))
-    own = registry.start(MODEL, TASK_ID, owner="page3", visitor="v", **{**options, "keys": {"hf": "hf_own"}})
+    own = registry.start(EpisodeRequest.of(MODEL, TASK_ID, **{**options, "keys": {"hf": "hf_own"}}), owner="page3",
+                         visitor="v")
     assert own.hold is None
     release.set()
     assert own.wait_finished(30)

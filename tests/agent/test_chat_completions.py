@@ -7,7 +7,9 @@ import threading
 
 import pytest
 
+from agent.loop import stream_episode
 from agent.providers.chat_completions import ThinkSplitter
+from agent.request import EpisodeRequest
 from testkit.episodes import count, joined, play, types
 from testkit.peers import ChatPeer, DieAfter, Error, Text, Thinking, ToolCall, Turn, Usage, always
 from testkit.tasks import naive_args, optimal_args
@@ -118,9 +120,8 @@ def test_stop_ends_a_streaming_turn_at_once_and_keeps_the_rollout(router_peer, e
     router_peer.push(Turn(ToolCall("get_situation", "{}")),
               Turn(Text("thinking about ship 4 " * 200), chunk=10, delay=0.02))
     events = []
-    from agent.loop import stream_episode
 
-    for event in stream_episode(HF, "dock-24B-w06x1-busy-0", env_url=env_url, stop=stop):
+    for event in stream_episode(EpisodeRequest.of(HF, "dock-24B-w06x1-busy-0", env_url=env_url), stop=stop):
         events.append(event)
         if event["type"] == "text_delta" and event["turn"] == 2:
             stop.set()

@@ -8,6 +8,7 @@ import pytest
 
 from agent.loop import run_episode, stream_episode
 from agent.notes import CUTOFF_NOTES, CUTOFF_NUDGE, LAST_TURN, NUDGE
+from agent.request import EpisodeRequest
 from berth_env import load_pack
 from rollouts import events as ev
 from rollouts.replay import note_kind, record_events
@@ -39,7 +40,7 @@ def without_kinds(record: dict) -> dict:
 
 @pytest.fixture(scope="module")
 def baseline_records(env_url: str) -> list[dict]:
-    return [run_episode(model, task_id, env_url=env_url) for model in ("baseline:greedy", "baseline:naive")
+    return [run_episode(EpisodeRequest.of(model, task_id, env_url=env_url)) for model in ("baseline:greedy", "baseline:naive")
             for task_id in TASKS]
 
 
@@ -68,7 +69,7 @@ def test_real_baseline_records_replay_into_valid_events(baseline_records):
 
 
 def test_live_events_of_a_baseline_episode_validate(env_url):
-    events = list(stream_episode("baseline:greedy", TASKS[0], env_url=env_url))
+    events = list(stream_episode(EpisodeRequest.of("baseline:greedy", TASKS[0], env_url=env_url)))
     validate_all(events)
     assert all(isinstance(e["t"], float) for e in events)
     assert [e["t"] for e in events] == sorted(e["t"] for e in events)
@@ -86,7 +87,8 @@ def test_live_notes_and_their_replay_have_the_same_kinds_with_or_without_stored_
     with ChatPeer(script) as peer:
         monkeypatch.setenv("HF_ROUTER_URL", peer.url + "/v1")
         monkeypatch.setenv("HF_TOKEN", "hf_test")
-        live = list(stream_episode("hf:org/planner", "dock-24B-w06x1-busy-0", env_url=env_url, max_turns=4))
+        live = list(stream_episode(EpisodeRequest.of("hf:org/planner", "dock-24B-w06x1-busy-0", env_url=env_url,
+                                                     max_turns=4)))
     validate_all(live)
     record = live[-1]["record"]
     assert record["reward"] == 1.0

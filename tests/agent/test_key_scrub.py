@@ -1,6 +1,6 @@
 """Keys typed for a run never reach a public record, not even in part: provider error bodies as the real SDKs
 raise them (against the protocol peers) echo a wrong key masked, first and last characters around a mask, and a
-long error text may be cut through a key (agent.providers.base.scrub, agent.loop)."""
+long error text may be cut through a key (rollouts.scrub, as agent.providers.base.scrub; agent.loop)."""
 
 from __future__ import annotations
 
@@ -75,3 +75,14 @@ def test_a_key_cut_through_by_the_error_length_limit_leaves_no_part(env_url, mon
                                   "a.b...c", "sk-...", "cost 1,234"])
 def test_ordinary_text_is_left_alone(text):
     assert scrub(text, [OPENAI_KEY, ANTHROPIC_KEY]) == text
+
+
+def test_the_pusher_scrubs_a_masked_echo_of_its_token_with_the_one_scrubber(tmp_path):
+    """The store's pusher had its own copy (`text.replace(token, "***")`), which let a Hub error quoting the token
+    masked keep its first and last characters in `status()["last_error"]`."""
+    from rollouts.hub_push import HubPusher
+
+    pusher = HubPusher(tmp_path, "org/rollouts", token=HF_KEY, endpoint="http://127.0.0.1:9")
+    said = pusher._describe(RuntimeError(f"401 Client Error: invalid token {HF_KEY[:7]}…{HF_KEY[-4:]} for org"))
+    assert said == "RuntimeError: 401 Client Error: invalid token [redacted] for org" and not leaks(said, HF_KEY)
+    assert "[redacted]" in pusher._describe(RuntimeError(f"token {HF_KEY} refused"))

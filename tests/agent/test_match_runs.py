@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from agent.request import EpisodeRequest
 from live.match_runs import BALLOT_S, SKIP, MatchRegistry, VoteRefused, draw_pair, match_stop_token
 from live.quota import SaveQuota
 from live.runs import CapacityError, RunRegistry
@@ -33,8 +34,8 @@ def arena(tmp_path, env_url):
 
 
 def played(matches, a, b, env_url, *, mode="named", visitor="ip:203.0.113.5", pace=0.0):
-    return matches.start(a, b, TASK_ID, mode=mode, owner="page-1", visitor=visitor, env_url=env_url,
-                         baseline_pace_s=pace)
+    sides = [EpisodeRequest.of(model, TASK_ID, env_url=env_url, baseline_pace_s=pace) for model in (a, b)]
+    return matches.start(*sides, mode=mode, owner="page-1", visitor=visitor)
 
 
 def took_a_turn(*runs, timeout: float = WAIT_S) -> bool:
@@ -107,8 +108,8 @@ def test_votes_are_counted_once_per_visitor_blind_in_random_mode_and_within_the_
 def test_a_match_counts_as_two_runs_and_a_refusal_starts_neither(arena):
     matches, _, env_url = arena
     me = "ip:203.0.113.5"
-    alone = matches.runs.start("baseline:greedy", TASK_ID, owner="page-1", visitor=me, env_url=env_url,
-                               baseline_pace_s=2.0)
+    alone = matches.runs.start(EpisodeRequest.of("baseline:greedy", TASK_ID, env_url=env_url, baseline_pace_s=2.0),
+                               owner="page-1", visitor=me)
     with pytest.raises(CapacityError, match="starts 2 episodes at once, and you already have 1 episode running"):
         played(matches, "baseline:naive", "baseline:hasty", env_url, visitor=me)
     assert matches.runs._quota.used(me) == 1  # the refused pair took no slot

@@ -21,6 +21,7 @@ from agent.netguard import (
     http_client,
     public_address,
 )
+from agent.request import EpisodeRequest
 from agent.session import EnvError, EnvSession
 from catalog.task_api import TaskAPI, TaskAPIError
 from testkit import aio
@@ -166,8 +167,8 @@ def test_with_custom_servers_off_only_the_spaces_own_and_allowed_servers_pass(re
 
 def test_userinfo_never_reaches_the_record(env_url):
     secret_url = env_url.replace("http://", "http://visitor:hunter2@")
-    events = list(stream_episode("baseline:naive", TASK_ID, env_url=secret_url,
-                                 server_policy=ServerPolicy.build([env_url])))
+    events = list(stream_episode(EpisodeRequest.of("baseline:naive", TASK_ID, env_url=secret_url,
+                                                   server_policy=ServerPolicy.build([env_url]))))
     record = events[-1]["record"]
     assert record["end_reason"] == "submitted" and record["env_url"] == env_url
     assert "hunter2" not in repr(events)

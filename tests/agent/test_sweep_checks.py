@@ -125,7 +125,7 @@ def test_images_timeouts_and_the_secrets_a_sweep_sends():
 
 
 def test_the_sweep_scrubs_a_masked_echo_of_a_secret_as_the_loop_does():
-    """One scrubber (agent.providers.base.scrub): the sweep's own copy replaced whole values only, so a Hub error
+    """One scrubber (rollouts.scrub, re-exported as agent.providers.base.scrub): the sweep's own copy replaced whole values only, so a Hub error
     quoting the token masked (`hf_PqRs…8Rd2`) reached the terminal with its first and last characters."""
     token = "hf_PqRsTuVwXyZaBcDeFgHiJkLmNoPq8Rd2"
     said = describe(RuntimeError(f"401 Client Error: invalid token {token[:7]}…{token[-4:]} for the namespace"),

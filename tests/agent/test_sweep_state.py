@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -174,3 +175,36 @@ def test_no_secret_goes_into_a_shards_command(tmp_path):
     assert "holds the value of VLLM_API_KEY: nothing submitted" in err.getvalue()
     assert "tok-5e8d1c0b77" not in err.getvalue()
     assert not Path(tmp_path, ".sweeps").exists()  # nor written in a state file, which holds the command
+
+
+def test_a_failed_shards_log_leaves_a_masked_echo_of_a_secret_scrubbed(tmp_path):
+    """A local shard's own output (its log, shown when it fails) goes through the one scrubber (rollouts.scrub): a
+    Hub error quoting the token masked, `hf_PqRs…8Rd2`, reaches the terminal as `[redacted]`."""
+    import sys
+
+    from tqdm import tqdm
+
+    from batch.sweep_local import spawn_process
+    from batch.sweep_state import ShardJob
+
+    token = "hf_PqRsTuVwXyZaBcDeFgHiJkLmNoPq8Rd2"
+    echo = "import os; t = os.environ['HF_TOKEN']; print(f'401 Client Error: invalid token {t[:7]}…{t[-4:]}')"
+
+    def spawn(command, env, cwd, log):
+        return spawn_process([sys.executable, "-c", echo + "; raise SystemExit(1)"], env, cwd, log)
+
+    runner = LocalShards(tmp_path, {"HF_TOKEN": token}, spawn=spawn)
+    err = io.StringIO()
+    sweep_ = Sweep(SweepState.new(plan(LOCAL, out=str(tmp_path)), ["HF_TOKEN"]), runner, rollouts=None,
+                   secrets={"HF_TOKEN": token}, console=Console(err=err))
+    job_id, _ = runner.submit(sweep_.plan, 1)
+    for _ in range(300):
+        if runner.inspect(job_id).stage != "RUNNING":
+            break
+        time.sleep(0.05)
+    assert "invalid token hf_PqRs…8Rd2" in "\n".join(runner.logs(job_id, 10))  # what the shard really said
+    view = runner.inspect(job_id)
+    with tqdm(file=err, disable=False) as bar:
+        sweep_._tell_failure(ShardJob(1, job_id, view.stage, view.message), bar)
+    said = err.getvalue()
+    assert "401 Client Error: invalid token [redacted]" in said and "PqRs" not in said and "8Rd2" not in said

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from agent.request import EpisodeRequest
 from live.match_runs import BALLOT_S, SKIP, MatchRegistry
 from live.runs import RunRegistry
 from rollouts import hub_push
@@ -56,10 +57,13 @@ def test_a_random_match_reaches_the_hub_only_after_the_vote_or_the_skip(tmp_path
     runs = RunRegistry(store.save, max_per_visitor=4)
     matches = MatchRegistry(runs, MatchBook(store.root, store.writer_id, on_write=store.notify))
     store.hold_back(matches.withheld_episodes)  # as viewer.context wires it
-    hidden = matches.start("baseline:greedy", "baseline:naive", TASK_ID, mode="random", owner="page-1",
-                           visitor="ip:203.0.113.5", env_url=env_url)
-    named = matches.start("baseline:greedy", "baseline:hasty", TASK_ID, mode="named", owner="page-2",
-                          visitor="ip:198.51.100.7", env_url=env_url)
+    def sides(*models: str) -> list[EpisodeRequest]:
+        return [EpisodeRequest.of(model, TASK_ID, env_url=env_url) for model in models]
+
+    hidden = matches.start(*sides("baseline:greedy", "baseline:naive"), mode="random", owner="page-1",
+                           visitor="ip:203.0.113.5")
+    named = matches.start(*sides("baseline:greedy", "baseline:hasty"), mode="named", owner="page-2",
+                          visitor="ip:198.51.100.7")
     assert hidden.concluded.wait(WAIT_S) and named.concluded.wait(WAIT_S)
     assert hidden.row is not None and named.row is not None
     hidden_ids = [run.episode_id for run in hidden.runs]

@@ -8,6 +8,8 @@ from __future__ import annotations
 import pytest
 
 from agent.loop import run_episode, stream_episode
+from agent.request import EpisodeRequest
+from agent.spec import SpecError
 from berth_env import load_pack
 from rollouts.archive import Archive
 from rollouts.filters import Filters
@@ -28,14 +30,14 @@ def _saved_as_an_older_version_did(root, record: dict) -> None:
 
 
 def test_a_record_that_ended_before_its_first_turn_is_refused_and_nothing_is_written(tmp_path, env_url):
-    typo = run_episode("baseline:greedy", "dock-99Z-nope-0", env_url=env_url)  # the server refuses the task
+    typo = run_episode(EpisodeRequest.of("baseline:greedy", "dock-99Z-nope-0", env_url=env_url))  # the server refuses the task
     assert typo["end_reason"] == "error" and typo["turns"] == 0
     with RolloutStore(tmp_path / "rollouts") as store:
         with pytest.raises(NotStarted, match="ended before its first turn"):
             store.save(typo)
         assert store.rows() == [] and not list(store.root.glob("rollouts/**/*.json"))
         assert not list(store.root.glob("index/**/*.jsonl"))
-        played = run_episode("baseline:greedy", TASK_ID, env_url=env_url)
+        played = run_episode(EpisodeRequest.of("baseline:greedy", TASK_ID, env_url=env_url))
         store.save(played)  # one that took a turn is a rollout as ever
         assert [r["episode_id"] for r in store.rows()] == [played["episode_id"]]
 
@@ -45,11 +47,11 @@ def test_a_journal_entry_that_died_before_its_first_turn_is_not_recovered(tmp_pa
     dead = RolloutStore(root, writer_id="dead")
     journal = dead.running
     # What the loop journals as an episode opens: the record with the rules and the situation, no turn yet.
-    events = stream_episode("baseline:greedy", TASK_ID, env_url=env_url,
+    events = stream_episode(EpisodeRequest.of("baseline:greedy", TASK_ID, env_url=env_url),
                             progress=lambda record: journal.write(record, force=True))
     opened = next(e for e in events if e["type"] == "episode_started")
     # And one that had taken its first turn when the process died.
-    turned = stream_episode("baseline:naive", TASK_ID, env_url=env_url,
+    turned = stream_episode(EpisodeRequest.of("baseline:naive", TASK_ID, env_url=env_url),
                             progress=lambda record: journal.write(record, force=True))
     turned_id = next(e for e in turned if e["type"] == "episode_started")["episode_id"]
     next(e for e in turned if e["type"] == "turn_finished")  # journalled with its turn as the event went out
@@ -69,14 +71,19 @@ def test_a_journal_entry_that_died_before_its_first_turn_is_not_recovered(tmp_pa
 def test_stored_typo_rollouts_are_left_out_of_browse_the_board_and_the_ratings(tmp_path, env_url):
     root = tmp_path / "rollouts"
     with RolloutStore(root) as store:
-        played = [run_episode(model, task, env_url=env_url) for model in ("baseline:greedy", "baseline:naive")
+        played = [run_episode(EpisodeRequest.of(model, task, env_url=env_url)) for model in ("baseline:greedy", "baseline:naive")
                   for task in (TASK_ID, OTHER_TASK)]
         for record in played:
             store.save(record)
-    typos = [run_episode("baseline:smart", TASK_ID, env_url=env_url),
-             run_episode("baseline:greedy", "dock-99Z-nope-0", env_url=env_url)]
+    with pytest.raises(SpecError, match="unknown baseline 'smart'"):  # no record at all now: the request refuses it
+        EpisodeRequest.of("baseline:smart", TASK_ID, env_url=env_url)
+    typo = run_episode(EpisodeRequest.of("baseline:greedy", "dock-99Z-nope-0", env_url=env_url))
+    # What an older loop recorded for a mistyped spec: the episode's record with the error, no turn taken.
+    smart = {**run_episode(EpisodeRequest.of("baseline:greedy", "dock-99Z-nope-0", env_url=env_url)),
+             "model": "baseline:smart", "task_id": TASK_ID,
+             "errors": ["SpecError: unknown baseline 'smart': the baselines are baseline:greedy, ..."]}
+    typos = [smart, typo]
     assert [t["end_reason"] for t in typos] == ["error", "error"] and all(t["turns"] == 0 for t in typos)
-    assert "unknown baseline 'smart'" in typos[0]["errors"][0]
     for record in typos:
         _saved_as_an_older_version_did(root, record)
 

@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import pytest
 from gradio_client import Client
 
+from agent.request import EpisodeRequest
 from live.runs import CapacityError, RunRegistry
 from rollouts import journal
 from rollouts.store import RolloutStore
@@ -20,20 +21,21 @@ ROOM_FOR_ONE = journal.EPISODE_ROOM + journal.DISK_MARGIN
 def test_a_start_the_disk_cannot_hold_is_refused_saying_so_and_starts_nothing(tmp_path, env_url):
     with RolloutStore(tmp_path / "rollouts") as store:
         runs = RunRegistry(store.save, max_per_visitor=4, journal=store.running)
+        greedy = EpisodeRequest.of("baseline:greedy", TASK_ID, env_url=env_url)
         free = [ROOM_FOR_ONE - 1]
         store.running.free_bytes = lambda: free[0]
         with pytest.raises(CapacityError, match=r"has \d+ MB free, too little to keep this run .*nothing was "
                                                 r"started"):
-            runs.start("baseline:greedy", TASK_ID, owner="page-1", visitor="ip:203.0.113.5", env_url=env_url)
+            runs.start(greedy, owner="page-1", visitor="ip:203.0.113.5")
         free[0] = ROOM_FOR_ONE  # room for one episode, not for a match's two
         with pytest.raises(CapacityError, match="too little to keep these 2 runs"):
-            runs.start_group([("baseline:greedy", TASK_ID, {"env_url": env_url})] * 2, owner="page-1")
+            runs.start_group([greedy] * 2, owner="page-1")
         assert not runs.running_for("page-1") and store.running.running() == [] and store.rows() == []
-        run = runs.start("baseline:greedy", TASK_ID, owner="page-1", visitor="ip:203.0.113.5", env_url=env_url,
-                         baseline_pace_s=1.0)
+        run = runs.start(EpisodeRequest.of("baseline:greedy", TASK_ID, env_url=env_url, baseline_pace_s=1.0),
+                         owner="page-1", visitor="ip:203.0.113.5")
         # While it runs it writes to the same disk: room for one more record is not room for the second episode.
         with pytest.raises(CapacityError, match="too little to keep this run"):
-            runs.start("baseline:greedy", TASK_ID, owner="page-2", visitor="ip:203.0.113.6", env_url=env_url)
+            runs.start(greedy, owner="page-2", visitor="ip:203.0.113.6")
         assert run.wait_finished(60) and store.load(run.episode_id)["end_reason"] == "submitted"
 
 

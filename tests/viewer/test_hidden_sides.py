@@ -13,6 +13,7 @@ import huggingface_hub
 import pytest
 from gradio_client import Client
 
+from agent.request import EpisodeRequest
 from live.match_runs import SKIP
 from testkit import aio
 from testkit.app import match_ended, settings_for
@@ -108,8 +109,9 @@ def test_the_dataset_gets_a_random_pairs_files_only_after_the_vote(tmp_path, env
         monkeypatch.setenv("HF_ENDPOINT", hub.url)
         ctx = AppContext.create(settings_for(tmp_path / "rollouts", dataset=repo, hub_token=token))
         try:
-            match = ctx.matches.start("baseline:greedy", "baseline:naive", TASK_ID, mode="random", owner="page-1",
-                                      visitor="ip:203.0.113.5", env_url=env_url)
+            match = ctx.matches.start(*(EpisodeRequest.of(m, TASK_ID, env_url=env_url)
+                                        for m in ("baseline:greedy", "baseline:naive")),
+                                      mode="random", owner="page-1", visitor="ip:203.0.113.5")
             assert match.concluded.wait(60) and match.row is not None
             ids = [run.episode_id for run in match.runs]
             assert ctx.store.flush(timeout=30)

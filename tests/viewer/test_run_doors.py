@@ -13,6 +13,7 @@ import httpx
 import pytest
 from gradio_client import Client
 
+from agent.request import EpisodeRequest
 from testkit.listeners import Listener, loopback_listener
 from testkit.peers import ChatPeer
 from testkit.tasks import TASK_ID, slow_then_optimal
@@ -149,8 +150,9 @@ def test_a_server_that_cannot_be_reached_leaves_no_rollout(tmp_path):
     store = RolloutStore(tmp_path / "rollouts")
     try:
         registry = RunRegistry(store.save, journal=store.running)
-        run = registry.start("baseline:greedy", TASK_ID, owner="visitor", env_url=f"http://localhost:{free_port()}",
-                             server_policy=ServerPolicy.build([], "localhost"))  # allowed, but nothing listens
+        request = EpisodeRequest.of("baseline:greedy", TASK_ID, env_url=f"http://localhost:{free_port()}",
+                                    server_policy=ServerPolicy.build([], "localhost"))  # allowed, but nothing listens
+        run = registry.start(request, owner="visitor")
         wait_for(lambda: run.finished, timeout=60)
         assert [e["type"] for e in run.events] == ["error", "episode_finished"]
         assert run.save_error == "The episode ended before its first turn, so it is not a rollout and nothing was saved."
@@ -162,3 +164,38 @@ def test_a_server_that_cannot_be_reached_leaves_no_rollout(tmp_path):
         assert store.running.running() == []  # nor does the next start recover one from the journal
     finally:
         store.close()
+
+
+def test_a_spec_from_the_run_form_reaches_the_provider_parsed_once(arena, monkeypatch):
+    """The Run form's start: the spec is read once, by the request check (viewer.run.stream.check_request), and that
+    very ModelSpec reaches the provider; the registry, the budget and the loop never read its text again."""
+    import agent.loop
+    import agent.providers.registry as registry
+    from viewer.run.section import start_run
+
+    model = "baseline:greedy"
+    parsed, played = [], []
+    read_spec, make_provider = registry.read_spec, agent.loop.make_provider
+
+    def counted_read(text, prefixes):
+        spec = read_spec(text, prefixes)
+        if text == model:
+            parsed.append(spec)
+        return spec
+
+    def seen_provider(spec, **setup):
+        played.append(spec)
+        return make_provider(spec, **setup)
+
+    monkeypatch.setattr(registry, "read_spec", counted_read)
+    monkeypatch.setattr(agent.loop, "make_provider", seen_provider)
+    before = len(arena.ctx.store.rows())
+    answer = _raw_call(arena.url, _fn_index(arena.demo, start_run),
+                       [model, TASK_ID, 12, 24000, "embedded", "", "", "", "", ""], "parsed-once-1")
+    assert "process_completed" in answer
+    wait_for(lambda: len(arena.ctx.store.rows()) == before + 1, timeout=60)  # the episode played and was saved
+    assert len(parsed) == 1 and len(played) == 1 and played[0] is parsed[0]
+    with pytest.raises(TypeError, match="takes an EpisodeRequest, not str"):
+        agent.loop.stream_episode(model)
+    with pytest.raises(TypeError, match="parsed ModelSpec"):
+        EpisodeRequest(model, TASK_ID)

@@ -15,6 +15,7 @@ from html.parser import HTMLParser
 import httpx
 import pytest
 
+from agent.request import EpisodeRequest
 from catalog.tasks import task_for
 from live.runs import EpisodeRun
 from rollouts.links import public_base
@@ -107,7 +108,7 @@ def world(tmp_path_factory):
     others = [*make_records(4, seed=41), huge_record()]
     with launched_app(tmp_path_factory.mktemp("share"), records=[finished, hostile, *others]) as app:
         # A baseline that waits two minutes before each step: it stays running while the tests read its page.
-        run = app.ctx.registry.start("baseline:hasty", TASK, owner=OWNER, baseline_pace_s=120.0)
+        run = app.ctx.registry.start(EpisodeRequest.of("baseline:hasty", TASK, baseline_pace_s=120.0), owner=OWNER)
         try:
             yield app, finished, hostile, run
         finally:

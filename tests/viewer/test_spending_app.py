@@ -72,7 +72,7 @@ def test_a_random_pair_holds_the_pools_dearest_pair_so_the_budget_names_no_model
 
     class Recording(SpendBudget):
         def reserve(self, visitor, episodes, *, hold_as=None):
-            held.append(([model for model, _ in episodes], hold_as))
+            held.append(([model.text for model, _ in episodes], hold_as))  # the requests' parsed specs
             return super().reserve(visitor, episodes, hold_as=hold_as)
 
     arena.ctx.registry.budget = recording = Recording(BudgetLimits())  # the fixture puts the app's own back

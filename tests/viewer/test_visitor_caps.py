@@ -9,6 +9,7 @@ import time
 import pytest
 from gradio_client import Client
 
+from agent.request import EpisodeRequest
 from berth_env import load_pack
 from live.hand_play import PlayError, PlayRegistry
 from live.quota import QuotaExceeded, SaveQuota
@@ -71,19 +72,20 @@ def test_runs_and_hand_played_episodes_share_one_budget_and_only_saved_rollouts_
             plays.abandon("page-1")  # nothing played: nothing saved, the slot comes back
             assert store.load(looked.episode_id) is None and quota.used(me) == 0
             # A run whose server cannot be reached saves nothing either.
-            lost = runs.start("baseline:greedy", TASK_ID, owner="page-1", visitor=me,
-                              env_url=f"http://127.0.0.1:{free_port()}")
+            lost = runs.start(EpisodeRequest.of("baseline:greedy", TASK_ID, env_url=f"http://127.0.0.1:{free_port()}"),
+                              owner="page-1", visitor=me)
             wait_for(lambda: lost.finished)
             assert quota.used(me) == 0
             for n in range(2):
-                run = runs.start("baseline:greedy", TASK_ID, owner=f"page-{n}", visitor=me, env_url=env_url)
+                run = runs.start(EpisodeRequest.of("baseline:greedy", TASK_ID, env_url=env_url), owner=f"page-{n}",
+                                 visitor=me)
                 wait_for(lambda run=run: run.finished)
                 assert store.load(run.episode_id)["end_reason"] == "submitted"
             played = plays.start(TASK_ID, owner="page-3", visitor=me)
             plays.submit(played.episode_id, "page-3", load_pack().get(TASK_ID)["reference"]["optimal_plan"])
             assert len(store.rows()) == 3 and quota.used(me) == 3
             with pytest.raises(CapacityError, match="saved 3 rollouts in the last hour"):
-                runs.start("baseline:greedy", TASK_ID, owner="page-4", visitor=me, env_url=env_url)
+                runs.start(EpisodeRequest.of("baseline:greedy", TASK_ID, env_url=env_url), owner="page-4", visitor=me)
             with pytest.raises(PlayError, match="saved 3 rollouts in the last hour"):
                 plays.start(TASK_ID, owner="page-4", visitor=me)
             other = plays.start(TASK_ID, owner="page-5", visitor="account:ana")

@@ -67,8 +67,8 @@ def begin_match(ctx: AppContext, model_a: Any, model_b: Any, task_id: Any, rando
     if checked.models[0] == checked.models[1]:
         raise FormError("model_b", "Model B is model A again: pick another model, or a random pair.")
     try:
-        return ctx.matches.start(*checked.models, checked.task_id, mode="random" if random else "named",
-                                 owner=owner, visitor=visitor, hold_as=hold_as, **checked.options(ctx))
+        return ctx.matches.start(*checked.requests, mode="random" if random else "named", owner=owner,
+                                 visitor=visitor, hold_as=hold_as)
     except CapacityError as exc:
         raise FormError("capacity", str(exc)) from None
 

@@ -22,7 +22,8 @@ import gradio as gr
 
 from agent.limits import DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, InputTooLarge, check_input, valid_task_id
 from agent.providers.registry import MissingKey, parse_spec, playable, provider_class
-from agent.spec import SpecError
+from agent.request import EpisodeRequest, Limits
+from agent.spec import ModelSpec, SpecError
 from catalog.task_api import TaskTooLarge
 from catalog.tasks import closest_tasks
 from live.budget import BudgetExceeded, on_space_keys
@@ -73,20 +74,21 @@ class Started:
 
 @dataclass
 class Checked:
-    """A run request that passed every check: what to start."""
+    """A run request that passed every check: what to start, one EpisodeRequest per model field (agent.request:
+    the spec parsed here, once, and handed as it is to the registry and the loop)."""
 
-    models: list[str]  # the specs as given, trimmed
-    task_id: str
+    requests: list[EpisodeRequest]
     task: dict | None
     server_url: str | None
-    keys: dict[str, str]  # typed keys, for this run only (empty ones left out)
-    max_turns: int
-    max_tokens: int
 
-    def options(self, ctx: AppContext) -> dict[str, Any]:
-        """What RunRegistry.start passes on to the loop for each episode."""
-        return dict(env_url=self.server_url, max_turns=self.max_turns, max_tokens=self.max_tokens, keys=self.keys,
-                    source="space", baseline_pace_s=ctx.settings.baseline_pace_s, server_policy=ctx.policy)
+    @property
+    def task_id(self) -> str:
+        return self.requests[0].task_id
+
+    @property
+    def models(self) -> list[str]:
+        """The specs as given, trimmed."""
+        return [request.model for request in self.requests]
 
 
 def start_episode(ctx: AppContext, model: str, task_id: str, turns: Any, tokens: Any, server_choice: str,
@@ -96,8 +98,7 @@ def start_episode(ctx: AppContext, model: str, task_id: str, turns: Any, tokens:
     resolve the server's name): call it from a worker thread."""
     checked = check_request(ctx, {"model": model}, task_id, turns, tokens, server_choice, url, keys)
     try:
-        run = ctx.registry.start(checked.models[0], checked.task_id, owner=owner, visitor=visitor,
-                                 **checked.options(ctx))
+        run = ctx.registry.start(checked.requests[0], owner=owner, visitor=visitor)
     except CapacityError as exc:
         raise FormError("capacity", str(exc)) from None
     return Started(run, checked.task, checked.server_url)
@@ -138,10 +139,13 @@ def check_request(ctx: AppContext, models: dict[str, Any], task_id: Any, turns: 
         raise FormError("task", f"Task {excerpt(task_id)} is not one this server offers.{near} Pick one from the "
                                 "task list.")
     max_turns, max_tokens = _checked_limits(ctx, specs, keys, turns, tokens)
-    return Checked(specs, task_id, task, server_url, {k: v for k, v in keys.items() if v}, max_turns, max_tokens)
+    limits = Limits(max_turns, max_tokens)
+    requests = [EpisodeRequest(spec, task_id, limits, server_url, ctx.policy, keys, source="space",
+                               baseline_pace_s=ctx.settings.baseline_pace_s) for spec in specs]
+    return Checked(requests, task, server_url)
 
 
-def _checked_limits(ctx: AppContext, specs: list[str], keys: dict[str, str], turns: Any,
+def _checked_limits(ctx: AppContext, specs: list[ModelSpec], keys: dict[str, str], turns: Any,
                     tokens: Any) -> tuple[int, int]:
     """Max turns and tokens a turn: within the loop's range, and on the Space's keys within the Space's bounds
     (live.budget; left out, they are the defaults as far as those bounds allow)."""
@@ -181,18 +185,18 @@ def budget_notice(ctx: AppContext, models: list[Any], turns: Any, tokens: Any, k
     return budget.notice(visitor, [(model, {**limits, "keys": keys}) for model in models])
 
 
-def _checked_spec(field: str, model: Any, keys: dict[str, str]) -> str:
-    """The spec, trimmed, once it parses, has its key (typed or the Space's) and somewhere to send requests."""
+def _checked_spec(field: str, model: Any, keys: dict[str, str]) -> ModelSpec:
+    """The spec, trimmed and parsed, once it has its key (typed or the Space's) and somewhere to send requests."""
     model = model.strip() if isinstance(model, str) else ""
     try:
-        playable(model, keys)
+        spec, _ = playable(model, keys)
     except MissingKey:
         api = provider_class(parse_spec(model).provider)
         raise FormError(field, f"{excerpt(model)} needs an {api.key_name}: paste one under API keys below (used for "
                                f"this run only), or set {api.key_env} on the Space.", needs_key=True) from None
     except SpecError as exc:
         raise FormError(field, str(exc)) from None
-    return model
+    return spec
 
 
 def _check_sizes(fields: dict[str, tuple[str, Any]]) -> None:
