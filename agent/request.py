@@ -1,6 +1,6 @@
 """One episode as it is asked for: the parsed model spec, the task, the limits, the server and the keys.
 
-An `EpisodeRequest` is made once, by the door's one check (the Run and Arena forms' `viewer.run.stream.check_request`,
+An `EpisodeRequest` is made once, by the door's one check (the Run and Arena forms' `viewer.request_check.check_request`,
 the CLI's `check_model`, the sweep's shards through the CLI), and handed as it is to the live registry
 (live.runs, live.match_runs) and the loop (`agent.loop.stream_episode`), so nothing downstream reads the spec's
 grammar again. What only one run of it has (its episode id, its stop event, its journal) stays with that run.

@@ -65,7 +65,7 @@ def test_a_provider_declared_once_gets_a_key_field_in_both_forms_wired_to_their_
 def test_the_forms_and_the_cli_ask_for_its_key_by_its_own_names(test_provider, monkeypatch):
     from agent.spec import SpecError
     from batch.cli import check_model
-    from viewer.run.stream import FormError, _checked_spec
+    from viewer.request_check import FormError, _checked_spec
 
     monkeypatch.delenv(KEY_ENV, raising=False)
     with pytest.raises(SpecError, match=f"testprov:m1 needs an API key: set {KEY_ENV} in this shell"):

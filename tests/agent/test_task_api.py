@@ -190,7 +190,7 @@ def test_a_task_too_large_is_said_to_be_too_large_not_missing(hostile):
     is named as too large by the lookup and by Run's form, never "not one this server offers"."""
     from types import SimpleNamespace
 
-    from viewer.run.stream import FormError, check_request
+    from viewer.request_check import FormError, check_request
 
     url, _ = hostile
     with pytest.raises(TaskTooLarge, match="too large: 10,240 ships"):

@@ -167,7 +167,7 @@ def test_a_server_that_cannot_be_reached_leaves_no_rollout(tmp_path):
 
 
 def test_a_spec_from_the_run_form_reaches_the_provider_parsed_once(arena, monkeypatch):
-    """The Run form's start: the spec is read once, by the request check (viewer.run.stream.check_request), and that
+    """The Run form's start: the spec is read once, by the request check (viewer.request_check.check_request), and that
     very ModelSpec reaches the provider; the registry, the budget and the loop never read its text again."""
     import agent.loop
     import agent.providers.registry as registry

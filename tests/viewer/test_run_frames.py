@@ -1,4 +1,4 @@
-"""The Run tab's live frames (viewer/run/stream.live_frame): what each frame of an episode carries to the page."""
+"""The Run tab's live frames (viewer/frames.live_frame): what each frame of an episode carries to the page."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pytest
 from berth_env import load_pack
 from rollouts.replay import record_events
 from testkit.records import make_record
+from viewer import frames
 from viewer.live import LiveView
 from viewer.rollout_panel import RolloutPanel
-from viewer.run import stream as run_stream
 
 PANEL = ("chat", "chart", "plan_step", "steps", "grade", "optimal")
 PARTS = ("status", "episode_info", "preview", "live")
@@ -20,7 +20,7 @@ PARTS = ("status", "episode_info", "preview", "live")
 @pytest.fixture
 def section(monkeypatch):
     """The frame's keys stand in for the components; the episode line needs a running app, so it is a stub."""
-    monkeypatch.setattr(run_stream, "episode_markdown", lambda ctx, run, request: "episode")
+    monkeypatch.setattr(frames, "episode_markdown", lambda ctx, run, request: "episode")
     panel = RolloutPanel(**{part: part for part in PANEL}, slider_label="Draft")
     return SimpleNamespace(ctx=None, panel=panel, **{part: part for part in PARTS})
 
@@ -44,12 +44,12 @@ def test_the_last_frame_draws_the_submitted_plan_even_when_no_plan_is_new(sectio
     assert events[-1]["type"] == "episode_finished"
     view = LiveView(task)
     view.extend(events[:-1])  # every plan, the submitted one last, drawn by a frame before the end
-    before = run_stream.live_frame(section, view, task, SimpleNamespace(record=None), None, final=False)
+    before = frames.live_frame(section, view, task, SimpleNamespace(record=None), None, final=False)
     assert "submitted" in title(before)
     view.extend(events[-1:])
-    quiet = run_stream.live_frame(section, view, task, SimpleNamespace(record=None), None, final=False)
+    quiet = frames.live_frame(section, view, task, SimpleNamespace(record=None), None, final=False)
     assert "chart" not in quiet  # between the ends nothing new is drawn again
-    last = run_stream.live_frame(section, view, task, SimpleNamespace(record=record), None, final=True)
+    last = frames.live_frame(section, view, task, SimpleNamespace(record=record), None, final=True)
     assert title(last) == title(before) and last["steps"] == record["steps"]
     assert "infeasible, reward" in last["grade"]
 
@@ -62,7 +62,7 @@ def test_every_frame_shows_the_episode_not_the_preview(section):
     view = LiveView(task)
     view.extend(record_events(record))
     for final in (False, True):
-        frame = run_stream.live_frame(section, view, task, SimpleNamespace(record=record), None, final=final)
+        frame = frames.live_frame(section, view, task, SimpleNamespace(record=record), None, final=final)
         assert frame["preview"].visible is False and frame["live"].visible is True
 
 

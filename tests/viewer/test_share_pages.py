@@ -22,7 +22,7 @@ from rollouts.links import public_base
 from testkit.app import launched_app
 from testkit.records import make_record, make_records
 from viewer.chart.scene import SHIP_FILL
-from viewer.run.stream import episode_markdown
+from viewer.frames import episode_markdown
 from viewer.share.page import TRANSCRIPT_CHARS, PageLinks, rollout_page
 from viewer.share.routes import _Lru
 

@@ -18,7 +18,7 @@ from rollouts.sources import SourceError
 from viewer.arena.match import begin_match
 from viewer.arena.view import api_view, live_snapshot, stored_snapshot
 from viewer.context import AppContext
-from viewer.run.stream import FormError
+from viewer.request_check import FormError
 from viewer.visitors import visitor_of
 
 

@@ -8,8 +8,8 @@ from typing import Any
 import gradio as gr
 
 from viewer.context import AppContext
+from viewer.frames import EpisodeSlots
 from viewer.rollout_panel import RolloutPanel
-from viewer.run.stream import EpisodeSlots
 from viewer.task_picker import TaskPicker
 
 

@@ -2,7 +2,7 @@
 streamed into the section at once, and a stored match replayed from its row and records (`?match=<id>`).
 
 A match is two ordinary episodes: `begin_match` puts both models through the Run section's checks
-(viewer/run/stream.check_request: specs, task, server, keys for this run only) and the registry starts them together
+(viewer/request_check.check_request: specs, task, server, keys for this run only) and the registry starts them together
 within the caps (live/match_runs.py). Each side is streamed by the Run section's EpisodeFrames into its own slots,
 masked while the visitor may not see the names.
 """
@@ -30,9 +30,10 @@ from viewer.arena.view import (
     verdict_markdown,
 )
 from viewer.context import AppContext
+from viewer.frames import FRAME_S, EpisodeFrames, replay_frame
 from viewer.markdown import escape_cell
 from viewer.models import PRESETS
-from viewer.run.stream import FRAME_S, EpisodeFrames, FormError, check_request, replay_frame
+from viewer.request_check import FormError, check_request
 from viewer.visitors import visitor_of
 from viewer.wiring import base_url, in_worker
 

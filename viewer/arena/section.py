@@ -29,8 +29,8 @@ from viewer.arena.view import RULE, VOTE_LABELS
 from viewer.context import AppContext
 from viewer.markdown import escape_md
 from viewer.models import MODEL_INFO, PRESETS, build_key_fields, typed_keys
+from viewer.request_check import FormError, budget_notice
 from viewer.rollout_panel import build_rollout_panel, draft
-from viewer.run.stream import FormError, budget_notice
 from viewer.sections import Page, Route, Section
 from viewer.task_picker import build_task_picker, wire_task_picker
 from viewer.visitors import visitor_of

@@ -28,12 +28,13 @@ from rollouts.schema import valid_episode_id
 from rollouts.sources import SourceError
 from viewer.chart import preview_chart
 from viewer.context import SERVER_CHOICES, AppContext
+from viewer.frames import page_frames, replay_frame
 from viewer.markdown import escape_md
 from viewer.models import DEFAULT_MODEL, MODEL_INFO, PRESETS, build_key_fields, typed_keys
+from viewer.request_check import FormError, budget_notice, start_episode
 from viewer.rollout_panel import build_rollout_panel, draft
 from viewer.run import api as run_api
 from viewer.run.components import RunSection
-from viewer.run.stream import FormError, budget_notice, page_frames, replay_frame, start_episode
 from viewer.sections import Page, Route, Section
 from viewer.task_picker import build_task_picker, show_catalog, wire_task_picker
 from viewer.task_view import task_brief
@@ -165,7 +166,7 @@ def show_preview(section: RunSection, task_id: str, server_choice: str, url: str
         task_id = "?"
     try:
         task = section.ctx.task_for(task_id, server_url) if task_id != "?" else None
-    except TaskTooLarge:  # Run says why when it is clicked (run.stream.check_request)
+    except TaskTooLarge:  # Run says why when it is clicked (viewer.request_check.check_request)
         task = None
     filled = {section.preview_text: _brief(task, task_id), section.preview_chart: preview_chart(task) if task else None}
     session = getattr(request, "session_hash", None)
