@@ -2,10 +2,12 @@
 
 Three configs: `index` (default; the flat rows in `index/*/*.jsonl`), `rollouts` (the full records in
 `rollouts/*/*.json`), `traces` (each record as an agent trace in `traces/*/*.jsonl`, rollouts.traces) and `matches`
-(arena matches, `matches/*/*.jsonl`, rollouts.matches; a folder without any still loads the others). Compacted
+(arena matches, `matches/*/*.jsonl`, rollouts.matches; a folder without any still loads the others) and
+`annotations` (flags on a step, `annotations/*/*.jsonl`, rollouts.annotations). Compacted
 index rows (`index/*/*.parquet`, rollouts.index.compaction) are no config: `datasets` picks one builder for a whole
 repo from its first config's files, so a Parquet config beside the JSON ones would be read as JSON; the card says how
-to read them (the Parquet builder, DuckDB, pandas). `index`, `rollouts` and `matches` declare their features, so the
+to read them (the Parquet builder, DuckDB, pandas). `index`, `rollouts`, `matches` and `annotations` declare their
+features, so the
 column types never depend on which files happen to be read:
 
 - `index` columns are flat scalars with the types of `rollouts.schema.COLUMNS`;
@@ -31,7 +33,8 @@ from collections.abc import Iterable
 
 import yaml
 
-from rollouts.layout import MATCH_GLOB, TRACE_GLOB
+from rollouts.annotations import FLAG_COLUMNS, LABELS
+from rollouts.layout import ANNOTATION_GLOB, MATCH_GLOB, TRACE_GLOB
 from rollouts.matches import MATCH_COLUMNS, VOTE_CHOICES
 from rollouts.schema import COLUMNS
 
@@ -49,6 +52,9 @@ MATCH_FEATURES: list[dict] = [
     else {"name": name, "dtype": TIMESTAMP if name == "started" else _SCALAR[kind]}
     for name, kind in MATCH_COLUMNS.items()
 ]
+# A flag's columns (rollouts.annotations), `time` a timestamp as the matches' `started`.
+FLAG_FEATURES: list[dict] = [{"name": name, "dtype": TIMESTAMP if name == "time" else _SCALAR[kind]}
+                             for name, kind in FLAG_COLUMNS.items()]
 
 # Top-level record fields (DESIGN.md "The rollout record") -> feature spec.
 RECORD_FEATURES: dict[str, dict[str, str]] = {
@@ -93,6 +99,7 @@ index/<YYYY-MM-DD>/<writer_id>.jsonl        one flat row per rollout, appended b
 index/<YYYY-MM-DD>/<writer_id>.parquet      the same rows, compacted: older rows folded out of the JSONL file
 traces/<YYYY-MM-DD>/<episode_id>.jsonl      the same rollout as an agent trace (Session Trace Simple Format)
 matches/<YYYY-MM-DD>/<writer_id>.jsonl      one row per arena match (two models on one task), by its start day
+annotations/<YYYY-MM-DD>/<writer_id>.jsonl  one row per flag a signed-in visitor put on a step, by the day made
 ```
 
 Several processes and machines write to this dataset at once; each writes only its own index files (`writer_id`).
@@ -121,6 +128,10 @@ before. Should a compaction be interrupted, a row may briefly sit in both: keep 
   chose the models, `random`: drawn), `model_a`, `model_b`, the two rollouts (`episode_a`, `episode_b`, their
   `reward_a`, `reward_b`), `winner` (`a`, `b` or `tie`: higher reward, then lower cost, fewer checks, fewer
   output tokens) and `votes`, the visitors' votes counted per choice (`a`, `b`, `tie`, `both_bad`).
+- `annotations`: flags on one step of a rollout, one row each: `flag_id`, `episode_id`, `step_kind` (`turn`, or
+  `draft`: the k-th plan sent to `check_plan` or `submit_plan`), `step` (from 1), `label` ({labels}),
+  `note` (the author's own words, at most 500 characters: untrusted text), `author` (a Hugging Face account),
+  `time` and `hidden` (true once the Space's owner hid it: leave those out to read what the arena shows).
 
 ```python
 from datasets import load_dataset
@@ -128,6 +139,7 @@ index = load_dataset("<this repo or a local copy>", "index", split="train")
 records = load_dataset("<this repo or a local copy>", "rollouts", split="train")
 traces = load_dataset("<this repo or a local copy>", "traces", split="train")  # one row per session; needs `teich`
 matches = load_dataset("<this repo or a local copy>", "matches", split="train")
+flags = load_dataset("<this repo or a local copy>", "annotations", split="train").filter(lambda f: not f["hidden"])
 # The compacted index rows (pandas.read_parquet and DuckDB read `hf://datasets/<repo>/index/*/*.parquet` too):
 compacted = load_dataset("parquet", data_files="hf://datasets/<this repo>/index/*/*.parquet", split="train")
 ```
@@ -160,6 +172,8 @@ def render(extra_fields: Iterable[str] = ()) -> str:
              "data_files": [{"split": "train", "path": TRACE_GLOB}]},
             {"config_name": "matches",
              "data_files": [{"split": "train", "path": MATCH_GLOB}]},
+            {"config_name": "annotations",
+             "data_files": [{"split": "train", "path": ANNOTATION_GLOB}]},
         ],
         "dataset_info": [
             {"config_name": "index",
@@ -167,10 +181,12 @@ def render(extra_fields: Iterable[str] = ()) -> str:
             {"config_name": "rollouts",
              "features": [{"name": name, **spec} for name, spec in record_features.items()]},
             {"config_name": "matches", "features": MATCH_FEATURES},
+            {"config_name": "annotations", "features": FLAG_FEATURES},
         ],
     }
     front = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=120)
-    return f"---\n{front}---\n\n{_BODY.format(attribution=ATTRIBUTION)}"
+    labels = ", ".join(f"`{key}`" for key in LABELS)
+    return f"---\n{front}---\n\n{_BODY.format(attribution=ATTRIBUTION, labels=labels)}"
 
 
 def record_fields(card: str) -> set[str]:

@@ -6,6 +6,7 @@
     index/<YYYY-MM-DD>/<writer_id>.parquet    the same rows, compacted (rollouts.index.compaction folds JSONL in)
     traces/<YYYY-MM-DD>/<episode_id>.jsonl    the record as an agent trace for the Hub's viewer (rollouts.traces)
     matches/<YYYY-MM-DD>/<writer_id>.jsonl    one row per arena match, by the day it started (rollouts.matches)
+    annotations/<YYYY-MM-DD>/<writer_id>.jsonl  one row per flag on a step, by the day it was made (rollouts.annotations)
     .push/                                    the push log, locks and the journal of running episodes (never pushed)
 
 Every path of the dataset is made or recognised here, so a reader can trust a path only after `record_rel` or
@@ -32,6 +33,8 @@ INDEX_PARQUET_GLOB = f"{INDEX_DIR}/*/*.parquet"
 TRACE_GLOB = f"{TRACES_DIR}/*/*.jsonl"
 MATCHES_DIR = "matches"
 MATCH_GLOB = f"{MATCHES_DIR}/*/*.jsonl"
+ANNOTATIONS_DIR = "annotations"
+ANNOTATION_GLOB = f"{ANNOTATIONS_DIR}/*/*.jsonl"
 WRITER_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 # The rule "a row's path names its own record", written once: the record path of the layout, its day and its
@@ -93,6 +96,13 @@ def match_rel(day: str, writer_id: str) -> str:
     if not DAY.fullmatch(day or "") or not WRITER_ID.fullmatch(writer_id or ""):
         raise ValueError(f"no match file for writer {str(writer_id)[:80]!r} on {str(day)[:20]!r}")
     return f"{MATCHES_DIR}/{day}/{writer_id}.jsonl"
+
+
+def annotation_rel(day: str, writer_id: str) -> str:
+    """One writer's flags of one day (the day each flag was made, UTC), laid out as the matches are."""
+    if not DAY.fullmatch(day or "") or not WRITER_ID.fullmatch(writer_id or ""):
+        raise ValueError(f"no annotation file for writer {str(writer_id)[:80]!r} on {str(day)[:20]!r}")
+    return f"{ANNOTATIONS_DIR}/{day}/{writer_id}.jsonl"
 
 
 def inside(root: Path, rel: str) -> Path | None:

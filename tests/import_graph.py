@@ -39,7 +39,7 @@ REST = "*"  # every part of the package that no floor names
 FLOORS: dict[str, tuple[Floor, ...]] = {
     "agent": (Floor((REST,)), Floor(("providers",)), Floor(("loop",))),
     "rollouts": (Floor(("schema", "layout", "jsonio", "record_view", "search", "prices", "metrics",
-                        "filters")),
+                        "annotations", "filters")),
                  Floor(("index",)), Floor(("sources",)), Floor((REST,))),
     "viewer": (Floor(("chart",)), Floor((REST,)), Floor(("share",)),
                Floor(("run", "arena", "browse", "play"), apart=True)),
