@@ -22,7 +22,7 @@ from viewer.context import AppContext
 
 API_COLUMNS = ["episode_id", "started", "model", "model_name", "task_id", "difficulty", "quay", "num_ships", "reward",
                "submitted", "feasible", "cost", "optimal_cost", "naive_cost", "turns", "checks", "seconds",
-               "input_tokens", "output_tokens", "end_reason", "errors", "run", "played_in", "source"]
+               "input_tokens", "output_tokens", "end_reason", "errors", "run", "played_in", "source", "flags"]
 MAX_PAGE_SIZE = 500
 # A filter's parameter as a script sends it: text for choices, days and yes/no, a number for a bound.
 _PARAMETER = {"at_least": (float | None, None), "at_most": (float | None, None), "yes_no": (str, "any")}

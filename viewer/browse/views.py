@@ -30,7 +30,7 @@ LIST_COLUMNS = {
 MORE_COLUMNS = {
     "episode_id": "id", "quay": "quay", "num_ships": "ships", "feasible": "feasible", "cost": "cost",
     "optimal_cost": "optimum", "turns": "turns", "checks": "checks", "tokens": "tokens", "seconds": "seconds",
-    "run": "run", "source": "source",
+    "run": "run", "source": "source", "flags": "flags",
 }
 
 
@@ -83,6 +83,8 @@ def _cell(column: str, value: Any) -> str:
         return str(value).replace("T", " ").removesuffix("Z")[:16]
     if column == "feasible":
         return "✓" if value else "✗"
+    if column == "flags":  # a blank for none, so the flagged rows stand out
+        return f"{int(value)}" if value else ""
     if column == "seconds":
         return f"{float(value):.1f}"
     if (isinstance(value, float) and value.is_integer()) or (isinstance(value, int) and not isinstance(value, bool)):
