@@ -178,9 +178,11 @@ class Archive:
         self._flags = shown
         return self.engine.set_flags([(r["episode_id"], r["label"]) for rows in shown.values() for r in rows])
 
-    def flags_of(self, episode_id: str) -> list[dict]:
-        """The flags shown on one rollout's steps (none while it is withheld), drafts then turns, each in order."""
-        self.refresh_local()
+    def flags_of(self, episode_id: str, *, refresh: bool = True) -> list[dict]:
+        """The flags shown on one rollout's steps (none while it is withheld), drafts then turns, each in order;
+        `refresh` False: as last read, without a look at the folder (the flags this process adds are read at once)."""
+        if refresh:
+            self.refresh_local()
         if episode_id in self.withheld():
             return []
         with self._lock:

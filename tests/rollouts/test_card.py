@@ -39,13 +39,13 @@ def test_the_card_declares_licence_attribution_and_its_configs():
     assert configs["traces"]["data_files"] == [{"split": "train", "path": "traces/*/*.jsonl"}]
     assert {"agent-traces", "traces"} <= set(meta["tags"])
     # No features for `traces`: declared ones would make datasets (and the Hub's viewer) read lines, not sessions.
-    assert [info["config_name"] for info in meta["dataset_info"]] == ["index", "rollouts", "matches"]
+    assert [info["config_name"] for info in meta["dataset_info"]] == ["index", "rollouts", "matches", "annotations"]
 
 
 def test_huggingface_hub_and_datasets_read_the_yaml_as_meant():
     data = DatasetCard(dataset_card.render(["judge"])).data
     configs = MetadataConfigs.from_dataset_card_data(data)
-    assert set(configs) == {"index", "rollouts", "traces", "matches"} and configs["index"]["default"] is True
+    assert set(configs) == {"index", "rollouts", "traces", "matches", "annotations"} and configs["index"]["default"]
     assert configs["matches"]["data_files"] == [{"split": "train", "path": "matches/*/*.jsonl"}]
     infos = DatasetInfosDict.from_dataset_card_data(data)
     assert "traces" not in infos
