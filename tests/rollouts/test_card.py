@@ -45,7 +45,8 @@ def test_the_card_declares_licence_attribution_and_its_configs():
 def test_huggingface_hub_and_datasets_read_the_yaml_as_meant():
     data = DatasetCard(dataset_card.render(["judge"])).data
     configs = MetadataConfigs.from_dataset_card_data(data)
-    assert set(configs) == {"index", "rollouts", "traces", "matches", "annotations"} and configs["index"]["default"]
+    assert set(configs) == {"index", "rollouts", "traces", "matches", "annotations"}
+    assert configs["index"]["default"] is True
     assert configs["matches"]["data_files"] == [{"split": "train", "path": "matches/*/*.jsonl"}]
     infos = DatasetInfosDict.from_dataset_card_data(data)
     assert "traces" not in infos
