@@ -27,7 +27,7 @@ from viewer.visitors import account_of
 
 FLAG_CSS = """
 #flag-form {gap: 6px; flex-wrap: wrap} #flag-form > * {min-width: 120px}
-#rollout-flags blockquote {margin: 2px 0 6px 0; padding-left: 8px}
+#rollout-flags ul {margin-top: 2px; margin-bottom: 2px}
 """
 
 
@@ -49,7 +49,7 @@ class FlagBox:
 
 
 def build_flag_box() -> FlagBox:
-    """The flags and the form, in place (under the open rollout's chart)."""
+    """The flags and the form, in place (above the open rollout's chart)."""
     shown = gr.Markdown(elem_id="rollout-flags")
     with gr.Accordion("🚩 Flag a step", open=False, elem_id="flag-box"):
         if os.environ.get("SPACE_ID"):  # only on a Space: see the module doc
@@ -82,7 +82,7 @@ def flags_markdown(flags: list[dict], *, draft: int | None = None) -> str:
                      f"· by {escape_cell(row['author'])}, {escape_cell(row['time'][:16].replace('T', ' '))} UTC "
                      f"· `{escape_cell(row['flag_id'])}`")
         if row["note"]:
-            lines.append("  > " + escape_md(row["note"]).replace("\n", " ").strip())
+            lines[-1] += "  \n  ✎ " + escape_md(row["note"]).replace("\n", " ").strip()
     return "\n".join(lines)
 
 

@@ -171,9 +171,9 @@ def _build_detail() -> dict[str, Any]:
         copy = gr.Button("📋 Copy", size="sm", scale=0, min_width=80, elem_id="copy-link")
         export_json = gr.DownloadButton("⬇ JSON", size="sm", scale=0, min_width=80, elem_id="export-json")
         to_compare = gr.Button("⇄ Compare", size="sm", scale=0, min_width=96, elem_id="to-compare")
+    flags = flagging.build_flag_box()  # above the chart: a first look at the rollout sees what visitors flagged
     panel = build_rollout_panel("browse-", chart_first=True, fold_optimum=True, usage=True, chat_label="Transcript",
                                 chart_options=DETAIL_CHART)
-    flags = flagging.build_flag_box()
     return dict(head=head, back=back, share=share, copy=copy, export_json=export_json, to_compare=to_compare,
                 panel=panel, flags=flags)
 
