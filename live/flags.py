@@ -47,17 +47,18 @@ def label_key(label: str) -> str | None:
 class SpaceOwners:
     """The accounts that may hide a flag: `ADMINS` and the `HF_TOKEN` account, looked up once (`whoami`)."""
 
-    def __init__(self, admins: Iterable[str] = (), *, token: str | None = None,
+    def __init__(self, admins: Iterable[str] = (), *, token: str | None = None, endpoint: str | None = None,
                  whoami: Callable[[str], str] | None = None) -> None:
         self._admins = {a.strip() for a in admins if a and a.strip()}
-        self._token, self._whoami = token, whoami or _hub_whoami
+        self._token = token
+        self._whoami = whoami or (lambda secret: _hub_whoami(secret, endpoint))
         self._owner: str | None = None
         self._asked_at: float | None = None
         self._lock = threading.Lock()
 
     @classmethod
     def from_env(cls, token: str | None = None) -> SpaceOwners:
-        return cls(os.environ.get("ADMINS", "").split(","), token=token)
+        return cls(os.environ.get("ADMINS", "").split(","), token=token, endpoint=os.environ.get("HF_ENDPOINT") or None)
 
     def names(self) -> set[str]:
         with self._lock:
@@ -75,10 +76,10 @@ class SpaceOwners:
         return isinstance(account, str) and bool(account) and account in self.names()
 
 
-def _hub_whoami(token: str) -> str:
+def _hub_whoami(token: str, endpoint: str | None) -> str:
     from huggingface_hub import HfApi
 
-    return str(HfApi(token=token).whoami().get("name") or "")
+    return str(HfApi(endpoint=endpoint, token=token).whoami().get("name") or "")
 
 
 class FlagDesk:

@@ -17,6 +17,7 @@ from live.flags import SIGN_IN, FlagDesk, FlagRefused, SpaceOwners
 from rollouts.annotations import read_flags
 from rollouts.filters import BY_NAME
 from rollouts.record_view import RecordView
+from testkit.fakejobs import running_jobs_hub
 from testkit.records import make_record
 from viewer.browse import flags as flagging
 from viewer.browse.filter_form import WIDGETS
@@ -134,3 +135,14 @@ def test_the_per_hour_cap_refuses_the_next_flag_with_a_message(arena, rollouts, 
         flagging.add_flag(arena.ctx, episode, "turn", 3, "gave_up_early", "", signed_in("dee"))
     assert len(read_flags(arena.root)) == written
     flagging.add_flag(arena.ctx, episode, "turn", 3, "gave_up_early", "", signed_in("eve"))  # another account
+
+
+def test_the_space_owner_is_its_hf_token_account_asked_of_the_hub_once_or_one_admins_names(tmp_path):
+    with running_jobs_hub(tmp_path, token="hf_owner", user="space-owner") as (hub, _):
+        owners = SpaceOwners(["harbour-master", " "], token="hf_owner", endpoint=hub.url)
+        assert "space-owner" in owners and "harbour-master" in owners
+        assert "ana" not in owners and "" not in owners and None not in owners
+        assert sum(path == "/api/whoami-v2" for _, _, path, _ in hub.requests) == 1
+        # A token the Hub refuses names nobody: ADMINS still hold, and nothing is raised to the visitor.
+        refused = SpaceOwners(["harbour-master"], token="hf_not_this", endpoint=hub.url)
+        assert refused.names() == {"harbour-master"}
