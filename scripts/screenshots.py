@@ -191,7 +191,7 @@ def flags_screens(page: Page, url: str, out: Path, size: str) -> list[Path]:
     visitor finds it: a label picked, Flag pressed, the request to sign in."""
     page.goto(f"{url}?tab=browse&rollout={SHOWN}")
     expect(page.locator("#rollout-flags")).to_contain_text("misread a rule", timeout=30000)
-    page.locator("#flag-box").get_by_text("Flag a step").click()
+    page.locator("#flag-open").click()
     page.locator("#flag-label input").click()
     page.get_by_role("option").filter(has_text="ignored a violation").click()
     page.locator("#flag-button").click()

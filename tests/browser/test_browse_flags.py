@@ -35,7 +35,7 @@ def test_the_open_rollout_shows_its_flags_and_refuses_an_anonymous_flag(flagged,
     expect(flags).to_contain_text("misread a rule")
     expect(flags).to_contain_text('<img src=x onerror="window.__xss = 1">')  # the note as text
     assert page.evaluate("window.__xss") is None and flags.locator("img").count() == 0
-    page.locator("#flag-box").get_by_text("Flag a step").click()
+    page.locator("#flag-open").click()
     expect(page.locator("#flag-step input")).to_have_value(str(len(shared["steps"])))  # the last draft, shown
     expect(page.locator("#flag-result")).to_contain_text("Sign in with Hugging Face")
     page.locator("#flag-label input").click()
@@ -60,7 +60,7 @@ def test_the_slider_points_the_form_at_its_draft_and_the_filter_lists_flagged_ro
         slider.press("ArrowLeft")
     slider.dispatch_event("pointerup")
     expect(page.locator("#rollout-flags")).to_contain_text("◀ on the chart")
-    page.locator("#flag-box").get_by_text("Flag a step").click()
+    page.locator("#flag-open").click()
     expect(page.locator("#flag-step input")).to_have_value("2")
     page.goto(f"{app.url}?tab=browse&flagged=misread_rule")
     expect(page.locator("#page-info")).to_contain_text("1–1 of 1")

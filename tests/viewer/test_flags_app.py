@@ -84,7 +84,7 @@ def test_a_signed_in_flag_is_saved_filtered_counted_shown_inert_and_hidden_by_th
     assert "<script" not in page.text and 'href="https://evil.example' not in page.text
     assert "by <bdi>ana</bdi>" in page.text
 
-    shown = flagging.shown_flags(ctx, first, draft=2)
+    shown = flagging.flags_markdown(ctx.archive.flags_of(first), draft=2)
     assert "◀ on the chart" in shown and "&lt;script&gt;" in shown and "<script>" not in shown
 
     with pytest.raises(FlagRefused, match="Only the Space's owner"):

@@ -25,6 +25,7 @@ from viewer.context import AppContext
 from viewer.markdown import escape_cell, escape_md
 from viewer.visitors import account_of
 
+TOGGLE = "🚩 Flag"
 FLAG_CSS = """
 #flag-form {gap: 6px; flex-wrap: wrap} #flag-form > * {min-width: 120px}
 #rollout-flags ul {margin-top: 2px; margin-bottom: 2px}
@@ -33,7 +34,9 @@ FLAG_CSS = """
 
 @dataclass
 class FlagBox:
-    shown: gr.Markdown   # the rollout's flags, each at its step
+    shown: gr.Markdown   # the rollout's flags, each at its step (hidden while there are none)
+    toggle: gr.Button    # in the rollout's row of actions: opens and closes the form
+    form: gr.Column
     kind: gr.Radio
     step: gr.Number
     label: gr.Dropdown
@@ -48,10 +51,11 @@ class FlagBox:
         return [self.shown, self.kind, self.step, self.result]
 
 
-def build_flag_box() -> FlagBox:
-    """The flags and the form, in place (above the open rollout's chart)."""
-    shown = gr.Markdown(elem_id="rollout-flags")
-    with gr.Accordion("🚩 Flag a step", open=False, elem_id="flag-box"):
+def build_flag_box(toggle: gr.Button) -> FlagBox:
+    """The flags and the form (closed until `toggle`, a button of the rollout's actions, opens it), in place: above
+    the open rollout's chart, taking no room while the rollout has no flags and the form is closed."""
+    shown = gr.Markdown(visible=False, elem_id="rollout-flags")
+    with gr.Column(visible=False, elem_id="flag-box") as form:
         if os.environ.get("SPACE_ID"):  # only on a Space: see the module doc
             gr.LoginButton(size="sm")
         with gr.Row(equal_height=True, elem_id="flag-form"):
@@ -61,13 +65,19 @@ def build_flag_box() -> FlagBox:
                                 min_width=170, elem_id="flag-label")
         note = gr.Textbox(label=f"Note (optional, at most {NOTE_CHARS} characters)", max_lines=4, max_length=NOTE_CHARS,
                           elem_id="flag-note")
-        button = gr.Button("🚩 Flag", size="sm", variant="primary", elem_id="flag-button")
+        button = gr.Button("🚩 Flag this step", size="sm", variant="primary", elem_id="flag-button")
         result = gr.Markdown(elem_id="flag-result")
         with gr.Accordion("For the Space's owner: hide a flag", open=False, elem_id="hide-box"), \
                 gr.Row(equal_height=True):
             hide_id = gr.Textbox(label="Flag id", max_lines=1, elem_id="hide-flag-id")
             hide_button = gr.Button("Hide", size="sm", scale=0, min_width=80, elem_id="hide-flag")
-    return FlagBox(shown, kind, step, label, note, button, result, hide_id, hide_button)
+    return FlagBox(shown, toggle, form, kind, step, label, note, button, result, hide_id, hide_button)
+
+
+def toggle_form(section: Any, label: str) -> dict:
+    box = section.flags
+    opening = not str(label).endswith("▴")
+    return {box.toggle: gr.Button(f"{TOGGLE} ▴" if opening else TOGGLE), box.form: gr.Column(visible=opening)}
 
 
 def flags_markdown(flags: list[dict], *, draft: int | None = None) -> str:
@@ -86,8 +96,9 @@ def flags_markdown(flags: list[dict], *, draft: int | None = None) -> str:
     return "\n".join(lines)
 
 
-def shown_flags(ctx: AppContext, episode_id: str, draft: int | None = None) -> str:
-    return flags_markdown(ctx.archive.flags_of(episode_id), draft=draft) if episode_id else ""
+def shown_flags(ctx: AppContext, episode_id: str, draft: int | None = None) -> gr.Markdown:
+    flags = ctx.archive.flags_of(episode_id) if episode_id else []
+    return gr.Markdown(flags_markdown(flags, draft=draft), visible=bool(flags))
 
 
 def flag_form(ctx: AppContext, box: FlagBox, episode_id: str, record: dict) -> dict:

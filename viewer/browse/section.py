@@ -171,7 +171,8 @@ def _build_detail() -> dict[str, Any]:
         copy = gr.Button("📋 Copy", size="sm", scale=0, min_width=80, elem_id="copy-link")
         export_json = gr.DownloadButton("⬇ JSON", size="sm", scale=0, min_width=80, elem_id="export-json")
         to_compare = gr.Button("⇄ Compare", size="sm", scale=0, min_width=96, elem_id="to-compare")
-    flags = flagging.build_flag_box()  # above the chart: a first look at the rollout sees what visitors flagged
+        flag = gr.Button(flagging.TOGGLE, size="sm", scale=0, min_width=84, elem_id="flag-open")
+    flags = flagging.build_flag_box(flag)  # above the chart: a first look at the rollout sees what visitors flagged
     panel = build_rollout_panel("browse-", chart_first=True, fold_optimum=True, usage=True, chat_label="Transcript",
                                 chart_options=DETAIL_CHART)
     return dict(head=head, back=back, share=share, copy=copy, export_json=export_json, to_compare=to_compare,
@@ -241,6 +242,7 @@ def _wire(s: BrowseSection) -> None:
     s.panel.plan_step.release(bind(flagging.draft_moved, s), [s.state, s.panel.plan_step], s.flags.outputs,
                               **private)
     box = s.flags
+    box.toggle.click(bind(flagging.toggle_form, s), [box.toggle], [box.toggle, box.form], **private)
     box.button.click(bind(flagging.flag_clicked, s), [s.state, box.kind, box.step, box.label, box.note],
                      [*box.outputs, box.note], **private)
     box.hide_button.click(bind(flagging.hide_clicked, s), [s.state, box.hide_id], [*box.outputs, box.hide_id],
