@@ -5,6 +5,7 @@ folder and from the Hub after the pusher took it there."""
 from __future__ import annotations
 
 import json
+import threading
 
 import datasets
 import pytest
@@ -51,6 +52,29 @@ def test_the_book_appends_reads_and_hides_in_place_keeping_one_row_per_flag(tmp_
     assert lines == [hidden, second]  # rewritten in place: still one row per flag, in order
     with pytest.raises(KeyError):
         book.hide("ffffffffffff")
+
+
+def test_hides_while_other_threads_flag_lose_no_appended_row(tmp_path):
+    """A hide swaps the whole file under the lock appends take: a flag appended meanwhile goes into the new file."""
+    book = FlagBook(tmp_path, "w1")
+    first = [book.add(flag(step=n + 1)) for n in range(20)]
+    added: list[dict] = []
+
+    def flag_more(worker: int) -> None:
+        writer = FlagBook(tmp_path, "w1")  # as another process's book on the same folder would
+        for n in range(25):
+            added.append(writer.add(flag(step=100 + worker * 25 + n)))
+
+    threads = [threading.Thread(target=flag_more, args=(w,)) for w in range(3)]
+    for thread in threads:
+        thread.start()
+    for row in first:
+        book.hide(row["flag_id"])
+    for thread in threads:
+        thread.join()
+    rows = {r["flag_id"]: r for r in read_flags(tmp_path)}
+    assert len(rows) == len(first) + len(added) == 95
+    assert all(rows[r["flag_id"]]["hidden"] for r in first) and not any(rows[r["flag_id"]]["hidden"] for r in added)
 
 
 def test_rows_read_back_from_the_dataset_are_checked_like_rows_written(tmp_path):

@@ -15,12 +15,13 @@ from gradio_client import Client
 
 from live.flags import SIGN_IN, FlagDesk, FlagRefused, SpaceOwners
 from rollouts.annotations import read_flags
-from rollouts.filters import BY_NAME
+from rollouts.filters import BY_NAME, Filters
 from rollouts.record_view import RecordView
 from testkit.fakejobs import running_jobs_hub
 from testkit.records import make_record
 from viewer.browse import flags as flagging
 from viewer.browse.filter_form import WIDGETS
+from viewer.browse.views import list_table
 
 
 def signed_in(name: str):
@@ -77,6 +78,10 @@ def test_a_signed_in_flag_is_saved_filtered_counted_shown_inert_and_hidden_by_th
     assert widget.read(["misread_rule"]) == ["misread_rule"]
     both = client.predict(api_name="/browse_rollouts", flagged="misread_rule,good recovery", page_size=500)
     assert {r["episode_id"] for r in both["rows"]} == {first, rollouts[1]["episode_id"]}
+    # The list's `flags` column: the count, a blank where there is none.
+    rows = ctx.archive.query(Filters(), size=500)[0]
+    shown = dict(zip(rows.column("episode_id").to_pylist(), list_table(rows, ["flags"])["flags"], strict=True))
+    assert (shown[first], shown[rollouts[1]["episode_id"]], shown[rollouts[2]["episode_id"]]) == ("1", "1", "")
 
     page = httpx.get(f"{arena.url}r/{first}", timeout=30)
     assert page.status_code == 200 and "Flags on its steps (1)" in page.text and "draft 2" in page.text
