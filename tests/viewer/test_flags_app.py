@@ -8,15 +8,20 @@ from __future__ import annotations
 import time
 from types import SimpleNamespace
 
+import datasets
 import gradio as gr
 import httpx
+import huggingface_hub.constants
 import pytest
 from gradio_client import Client
+from huggingface_hub import snapshot_download
 
 from live.flags import SIGN_IN, FlagDesk, FlagRefused, SpaceOwners
 from rollouts.annotations import read_flags
 from rollouts.filters import BY_NAME, Filters
 from rollouts.record_view import RecordView
+from testkit.app import launched_app
+from testkit.fakehub import running_fakehub
 from testkit.fakejobs import running_jobs_hub
 from testkit.records import make_record
 from viewer.browse import flags as flagging
@@ -151,3 +156,23 @@ def test_the_space_owner_is_its_hf_token_account_asked_of_the_hub_once_or_one_ad
         # A token the Hub refuses names nobody: ADMINS still hold, and nothing is raised to the visitor.
         refused = SpaceOwners(["harbour-master"], token="hf_not_this", endpoint=hub.url)
         assert refused.names() == {"harbour-master"}
+
+
+def test_a_flag_made_in_the_app_reaches_the_hub_dataset_where_load_dataset_reads_it(tmp_path, monkeypatch):
+    token, repo = "hf_flags_app", "arena/flags-app"
+    record = make_record(seed=77)
+    with running_fakehub(token=token) as hub:
+        monkeypatch.setattr(huggingface_hub.constants, "ENDPOINT", hub.url)  # where the app's pusher goes
+        # ...and downloads from (a download URL is built from this, fixed at import), as test_hidden_sides.py does.
+        monkeypatch.setattr(huggingface_hub.constants, "HUGGINGFACE_CO_URL_TEMPLATE",
+                            hub.url + "/{repo_id}/resolve/{revision}/{filename}")
+        with launched_app(tmp_path / "space", records=[record], dataset=repo, hub_token=token) as app:
+            row = flagging.add_flag(app.ctx, record["episode_id"], "turn", 2, "arithmetic_slip", "2 + 2 = 5",
+                                    signed_in("ana"))
+            assert app.ctx.store.flush(timeout=60)
+            rel = f"annotations/{row['time'][:10]}/{app.ctx.store.writer_id}.jsonl"
+            assert hub.files(repo)[rel] == (app.root / rel).read_bytes()
+        copy = snapshot_download(repo, repo_type="dataset", endpoint=hub.url, token=token,
+                                 local_dir=tmp_path / "copy")
+    loaded = datasets.load_dataset(copy, "annotations", split="train", cache_dir=str(tmp_path / ".cache"))
+    assert loaded.to_list()[0] | {"time": row["time"]} == row
