@@ -36,7 +36,7 @@ import pydantic
 from typing_extensions import TypedDict
 
 from rollouts.jsonio import append_line, json_line, read_json_lines, rewrite_lines
-from rollouts.layout import ANNOTATION_GLOB, WRITER_ID, annotation_rel
+from rollouts.layout import ANNOTATION_GLOB, WRITER_ID, annotation_rel, inside
 from rollouts.schema import first_problem, new_episode_id, utc_stamp, valid_episode_id
 
 log = logging.getLogger(__name__)
@@ -139,6 +139,8 @@ def read_flags(root: Path) -> list[dict]:
     rows, seen = [], set()
     for path in sorted(Path(root).glob(ANNOTATION_GLOB), key=lambda p: p.relative_to(root).as_posix()):
         rel = path.relative_to(root).as_posix()
+        if inside(Path(root), rel) is None:  # a link out of the folder
+            continue
         for row in _read(path, rel):
             if row["flag_id"] in seen:
                 log.warning("left out a second row of flag %s in %s", row["flag_id"], rel)

@@ -176,3 +176,21 @@ def test_a_flag_made_in_the_app_reaches_the_hub_dataset_where_load_dataset_reads
                                  local_dir=tmp_path / "copy")
     loaded = datasets.load_dataset(copy, "annotations", split="train", cache_dir=str(tmp_path / ".cache"))
     assert loaded.to_list()[0] | {"time": row["time"]} == row
+
+
+def test_the_form_flags_for_a_signed_in_visitor_and_the_owner_hides_from_it(arena, rollouts, owners):
+    """The Browse form's handlers (viewer/browse/flags.py), as Gradio calls them, on one component per key."""
+    box = SimpleNamespace(result="result", note="note", shown="shown", hide_id="hide_id")
+    section, state = SimpleNamespace(ctx=arena.ctx, flags=box), SimpleNamespace(rollout=rollouts[1]["episode_id"])
+    out = flagging.flag_clicked(section, state, "draft", 1, "gave_up_early", "stopped at 1 <b>check</b>",
+                                signed_in("fay"))
+    assert out["result"].startswith("✓ Flagged draft 1: gave up early (flag `") and out["note"] == ""
+    flag_id = out["result"].split("`")[1]
+    shown = out["shown"]
+    assert shown.visible and "◀ on the chart" in shown.value and "&lt;b&gt;check&lt;/b&gt;" in shown.value
+    refused = flagging.flag_clicked(section, state, "draft", 1, "other", "", anonymous())
+    assert refused["result"] == f"⚠️ {SIGN_IN}"
+    assert flagging.hide_clicked(section, state, flag_id, signed_in("fay"))["result"].startswith(
+        "⚠️ Only the Space's owner")
+    hidden = flagging.hide_clicked(section, state, flag_id, signed_in("harbour-master"))
+    assert hidden["result"] == f"✓ Flag `{flag_id}` is hidden." and flag_id not in str(hidden["shown"].value)
