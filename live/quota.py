@@ -1,5 +1,7 @@
 """How many rollouts one visitor may save in an hour: one sliding window that model runs (live/runs.py) and
 hand-played episodes (live/hand_play.py) both draw on, so a visitor's Run, Play and API calls share one budget.
+The same window, with its own count, caps what else a visitor adds by the hour: arena votes (live/match_runs.py)
+and flags on a step (live/flags.py, per signed-in account), each refusal saying what it counts.
 
 Every rollout is public, so without a budget one address saved 178 `human` rollouts in 22 s. A slot is taken
 when an episode starts, before anything runs (a refusal comes at once, with the wait), and given back when the
@@ -25,11 +27,15 @@ class QuotaExceeded(RuntimeError):
 
 
 class SaveQuota:
-    """At most `per_hour` rollouts per visitor in any `window_s` (0: no cap). Thread-safe."""
+    """At most `per_hour` rollouts per visitor in any `window_s` (0: no cap). Thread-safe. `noun` and `done` name
+    what is counted in a refusal (`rollout`, `saved`: "You have saved 3 rollouts in the last hour")."""
 
     def __init__(self, per_hour: int, *, window_s: float = WINDOW_S,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, noun: str = "rollout", done: str = "saved",
+                 counted: str = "visitor, every tab and API client of one address or account together",
+                 then: str = "The next one can start") -> None:
         self.per_hour, self.window_s, self._clock = per_hour, window_s, clock
+        self.noun, self.done, self.counted, self.then = noun, done, counted, then
         self._taken: dict[str, deque[float]] = {}
         self._lock = threading.Lock()
         self._takes = 0
@@ -46,9 +52,9 @@ class SaveQuota:
                 needed = len(stamps) + count - self.per_hour
                 wait = stamps[needed - 1] + self.window_s - now if needed <= len(stamps) else self.window_s
                 raise QuotaExceeded(
-                    f"You have saved {len(stamps)} rollout{'s' * (len(stamps) != 1)} in the last hour (the limit is "
-                    f"{self.per_hour} per visitor, every tab and API client of one address or account together). "
-                    f"The next one can start in {math.ceil(max(wait, 1.0) / 60)} min.")
+                    f"You have {self.done} {len(stamps)} {self.noun}{'s' * (len(stamps) != 1)} in the last hour (the "
+                    f"limit is {self.per_hour} per {self.counted}). "
+                    f"{self.then} in {math.ceil(max(wait, 1.0) / 60)} min.")
             stamps.extend([now] * count)
             self._takes += 1
             if self._takes % _SWEEP_EVERY == 0:

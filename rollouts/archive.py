@@ -8,6 +8,10 @@ source has it only when someone opens it. A row's `source` says where it came fr
 `Archive` looks at the local folder cheaply when asked (a stat of its index files, at most once a second), loads
 the Hub sources in the background so a slow Hub never holds up a page, and bumps `version` whenever the rows
 change. It never writes to the folder: `Archive.of_folder(root)` is what `python -m agent board` reads.
+
+The flags on steps (rollouts.annotations) are the local folder's, read with the same cheap look: the shown ones (not
+hidden) go to the engine's `flags` table, for the "flagged" filter and a page's `flags` count, and `flags_of` gives
+one rollout's, for its pages.
 """
 
 from __future__ import annotations
@@ -30,12 +34,13 @@ import pyarrow.parquet as pq
 
 from rollouts import board as boards
 from rollouts import ratings as arena_ratings
+from rollouts.annotations import read_flags
 from rollouts.convergence import convergence
 from rollouts.filters import PAGE_SIZE, Filters, order_by
 from rollouts.index.copies import COPY_ROWS
 from rollouts.index.engine import HOLD_ROWS, IndexEngine
 from rollouts.index.format import index_files
-from rollouts.layout import RECORDS_DIR
+from rollouts.layout import ANNOTATION_GLOB, RECORDS_DIR
 from rollouts.schema import COLUMNS, valid_episode_id
 from rollouts.search import TranscriptWords
 from rollouts.sources import Loaded, SourceError
@@ -82,6 +87,8 @@ class Archive:
         self.engine = IndexEngine(copy_rows=copy_rows, hold_rows=hold_rows)
         self.engine.on_change = self._changed
         self._local_files: tuple | None = None  # (path, inode, size, mtime) of each local index file, last look
+        self._flag_files: tuple | None = None  # the same of each annotation file
+        self._flags: dict[str, list[dict]] = {}  # episode id -> its flags shown (not hidden), in step order
         self._status = {s.name: SourceStatus(s.name, s.label) for s in [local, *self.remotes]}
         self._lock = threading.RLock()
         self._local_checked = 0.0
@@ -124,9 +131,9 @@ class Archive:
         self.refresh_local()
         return self.engine.options()
 
-    def _look(self) -> tuple:
+    def _look(self, paths: Iterable[Path] | None = None) -> tuple:
         seen = []
-        for path in index_files(self.local.root):
+        for path in index_files(self.local.root) if paths is None else paths:
             try:
                 st = path.stat()
             except FileNotFoundError:
@@ -141,9 +148,12 @@ class Archive:
             if not force and now - self._local_checked < self.local_every_s:
                 return False
             self._local_checked = now
+            flagged = self._look_flags()
             files = self._look()
             if files == self._local_files:
-                return False
+                if flagged:
+                    self._changed()
+                return flagged
             self._local_files = files
             changed = self.engine.set_files("local", [f[0] for f in files])
             self._count("local")
@@ -152,6 +162,31 @@ class Archive:
                 self._changed()
             self._read_transcripts()
             return changed
+
+    def _look_flags(self) -> bool:
+        """Read the folder's flags again when their files changed; True when the flags shown changed."""
+        files = self._look(sorted(self.local.root.glob(ANNOTATION_GLOB)))
+        if files == self._flag_files:
+            return False
+        self._flag_files = files
+        shown: dict[str, list[dict]] = {}
+        for row in read_flags(self.local.root):
+            if not row["hidden"]:
+                shown.setdefault(row["episode_id"], []).append(row)
+        for rows in shown.values():
+            rows.sort(key=lambda r: (r["step_kind"], r["step"], r["time"]))
+        self._flags = shown
+        return self.engine.set_flags([(r["episode_id"], r["label"]) for rows in shown.values() for r in rows])
+
+    def flags_of(self, episode_id: str, *, refresh: bool = True) -> list[dict]:
+        """The flags shown on one rollout's steps (none while it is withheld), drafts then turns, each in order;
+        `refresh` False: as last read, without a look at the folder (the flags this process adds are read at once)."""
+        if refresh:
+            self.refresh_local()
+        if episode_id in self.withheld():
+            return []
+        with self._lock:
+            return list(self._flags.get(episode_id, ()))
 
     def _count(self, name: str) -> None:
         status = self._status[name]

@@ -2,11 +2,13 @@
 
 The configs: `index` (default; the flat rows in `index/*/*.jsonl`), `rollouts` (the full records in
 `rollouts/*/*.json`), `traces` (each record as an agent trace in `traces/*/*.jsonl`, rollouts.traces), `matches`
-(arena matches, `matches/*/*.jsonl`, rollouts.matches; a folder without any still loads the others), and the
-dated snapshots `boards` and `battles` (rollouts.board_files). Compacted
+(arena matches, `matches/*/*.jsonl`, rollouts.matches; a folder without any still loads the others), `annotations`
+(flags on a step, `annotations/*/*.jsonl`, rollouts.annotations), and the dated snapshots `boards` and `battles`
+(rollouts.board_files). Compacted
 index rows (`index/*/*.parquet`, rollouts.index.compaction) are no config: `datasets` picks one builder for a whole
 repo from its first config's files, so a Parquet config beside the JSON ones would be read as JSON; the card says how
-to read them (the Parquet builder, DuckDB, pandas). `index`, `rollouts` and `matches` declare their features, so the
+to read them (the Parquet builder, DuckDB, pandas). `index`, `rollouts`, `matches` and `annotations` declare their
+features, so the
 column types never depend on which files happen to be read:
 
 - `index` columns are flat scalars with the types of `rollouts.schema.COLUMNS`;
@@ -32,8 +34,9 @@ from collections.abc import Iterable
 
 import yaml
 
+from rollouts.annotations import FLAG_COLUMNS, LABELS
 from rollouts.board import figure_kinds
-from rollouts.layout import BATTLE_GLOB, BOARD_GLOB, MATCH_GLOB, TRACE_GLOB
+from rollouts.layout import ANNOTATION_GLOB, BATTLE_GLOB, BOARD_GLOB, MATCH_GLOB, TRACE_GLOB
 from rollouts.matches import MATCH_COLUMNS, VOTE_CHOICES
 from rollouts.ratings import BATTLE_COLUMNS
 from rollouts.schema import COLUMNS
@@ -59,6 +62,9 @@ BOARD_FEATURES: list[dict] = [SNAPSHOT_DAY, *({"name": name, "dtype": _SCALAR[ki
                                               for name, kind in figure_kinds().items())]
 BATTLE_FEATURES: list[dict] = [SNAPSHOT_DAY, *({"name": name, "dtype": "float64" if name.startswith("mean") else
                                                 "string"} for name in BATTLE_COLUMNS)]
+# A flag's columns (rollouts.annotations), `time` a timestamp as the matches' `started`.
+FLAG_FEATURES: list[dict] = [{"name": name, "dtype": TIMESTAMP if name == "time" else _SCALAR[kind]}
+                             for name, kind in FLAG_COLUMNS.items()]
 
 # Top-level record fields (DESIGN.md "The rollout record") -> feature spec.
 RECORD_FEATURES: dict[str, dict[str, str]] = {
@@ -105,6 +111,7 @@ traces/<YYYY-MM-DD>/<episode_id>.jsonl      the same rollout as an agent trace (
 matches/<YYYY-MM-DD>/<writer_id>.jsonl      one row per arena match (two models on one task), by its start day
 boards/<YYYY-MM-DD>.jsonl                   the leaderboard as it stood that day, one row per model
 battles/<YYYY-MM-DD>.jsonl                  the battles the board's arena ratings were fitted to that day
+annotations/<YYYY-MM-DD>/<writer_id>.jsonl  one row per flag a signed-in visitor put on a step, by the day made
 ```
 
 Several processes and machines write to this dataset at once; each writes only its own index files (`writer_id`).
@@ -139,6 +146,10 @@ before. Should a compaction be interrupted, a row may briefly sit in both: keep 
 - `battles`: the battles the arena ratings of that day's board come from, one row each: `date`, `task_id`,
   `model_a`, `model_b`, their mean rewards on the task (`mean_a`, `mean_b`) and `winner` (`a`, `b` or `tie`: the
   higher mean reward wins). Votes never enter them.
+- `annotations`: flags on one step of a rollout, one row each: `flag_id`, `episode_id`, `step_kind` (`turn`, or
+  `draft`: the k-th plan sent to `check_plan` or `submit_plan`), `step` (from 1), `label` ({labels}),
+  `note` (the author's own words, at most 500 characters: untrusted text), `author` (a Hugging Face account),
+  `time` and `hidden` (true once the Space's owner hid it: leave those out to read what the arena shows).
 
 ```python
 from datasets import load_dataset
@@ -147,6 +158,7 @@ records = load_dataset("<this repo or a local copy>", "rollouts", split="train")
 traces = load_dataset("<this repo or a local copy>", "traces", split="train")  # one row per session; needs `teich`
 matches = load_dataset("<this repo or a local copy>", "matches", split="train")
 boards = load_dataset("<this repo or a local copy>", "boards", split="train")  # also "battles"
+flags = load_dataset("<this repo or a local copy>", "annotations", split="train").filter(lambda f: not f["hidden"])
 # The compacted index rows (pandas.read_parquet and DuckDB read `hf://datasets/<repo>/index/*/*.parquet` too):
 compacted = load_dataset("parquet", data_files="hf://datasets/<this repo>/index/*/*.parquet", split="train")
 ```
@@ -179,6 +191,8 @@ def render(extra_fields: Iterable[str] = ()) -> str:
              "data_files": [{"split": "train", "path": TRACE_GLOB}]},
             {"config_name": "matches",
              "data_files": [{"split": "train", "path": MATCH_GLOB}]},
+            {"config_name": "annotations",
+             "data_files": [{"split": "train", "path": ANNOTATION_GLOB}]},
             {"config_name": "boards",
              "data_files": [{"split": "train", "path": BOARD_GLOB}]},
             {"config_name": "battles",
@@ -190,12 +204,14 @@ def render(extra_fields: Iterable[str] = ()) -> str:
             {"config_name": "rollouts",
              "features": [{"name": name, **spec} for name, spec in record_features.items()]},
             {"config_name": "matches", "features": MATCH_FEATURES},
+            {"config_name": "annotations", "features": FLAG_FEATURES},
             {"config_name": "boards", "features": BOARD_FEATURES},
             {"config_name": "battles", "features": BATTLE_FEATURES},
         ],
     }
     front = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=120)
-    return f"---\n{front}---\n\n{_BODY.format(attribution=ATTRIBUTION)}"
+    labels = ", ".join(f"`{key}`" for key in LABELS)
+    return f"---\n{front}---\n\n{_BODY.format(attribution=ATTRIBUTION, labels=labels)}"
 
 
 def record_fields(card: str) -> set[str]:

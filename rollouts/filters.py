@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
+from rollouts.annotations import LABELS
 from rollouts.schema import SOURCE_LABELS, SOURCES, TIERS
 
 SORTABLE = {"started": "newest", "reward": "reward", "cost": "cost", "turns": "turns", "checks": "checks",
@@ -139,6 +140,21 @@ def _sources_sql(column: str, value: tuple[str, ...]) -> Clause:
     return f"list_contains(?, {column})", [[lb for lb in SOURCE_LABELS if set(lb.split("+")) & set(value)]]
 
 
+def _flagged_sql(column: str, value: tuple[str, ...]) -> Clause:
+    # The engine's `flags` table holds the flags shown (rollouts.index.engine): an episode with one of these labels.
+    return f"{column} IN (SELECT episode_id FROM flags WHERE label = ANY(?::VARCHAR[]))", [list(value)]
+
+
+def _labels(value: Any, label: str, problems: list[str]) -> tuple[str, ...]:
+    """Flag labels by key or by their words (`misread_rule` or `misread a rule`), as the URL and the API take them."""
+    words = {v: k for k, v in LABELS.items()}
+    chosen = tuple(dict.fromkeys(words.get(v.lower(), v) for v in _names(value)))
+    odd = [v for v in chosen if v not in LABELS]
+    if odd:
+        problems.append(f"unknown flag label {', '.join(v[:40] for v in odd)}: use {', '.join(LABELS)}")
+    return tuple(v for v in chosen if v in LABELS)
+
+
 def _day_sql(op: str) -> Callable[[str, Any], Clause]:
     # Rows without a start time (upstream's) have no day, so a date filter leaves them out.
     return lambda column, value: (f"{column} IS NOT NULL AND {column} {op} ?", [value])
@@ -157,6 +173,7 @@ KINDS: dict[str, Kind] = {
     "at_most": Kind(None, _number, _number_url, _compare("<=")),
     "day_from": Kind(None, _day, lambda v: [v], _day_sql(">=")),
     "day_to": Kind(None, _day, lambda v: [v], _day_sql("<=")),
+    "flag_labels": Kind((), _labels, list, _flagged_sql),
     # The search's SQL needs the rows' values and the transcripts: rollouts.index.engine builds it (search_sql).
     "search": Kind("", _search, lambda v: [v], lambda column, value: ("true", [])),
 }
@@ -174,6 +191,7 @@ FILTERS: tuple[Filter, ...] = (
     Filter("reward_max", "rmax", "at_most", "Reward ≤", "reward"),
     Filter("date_from", "from", "day_from", "From (UTC)", "date"),
     Filter("date_to", "to", "day_to", "To (UTC)", "date"),
+    Filter("flagged", "flagged", "flag_labels", "Flagged", "episode_id"),
 )
 BY_NAME = {f.name: f for f in FILTERS}
 

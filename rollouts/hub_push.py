@@ -59,7 +59,15 @@ from huggingface_hub.utils.sha import git_hash
 from rollouts import card as dataset_card
 from rollouts.index.compaction import compact
 from rollouts.jsonio import atomic_write
-from rollouts.layout import BATTLE_GLOB, BOARD_GLOB, CARD, MATCH_GLOB, TRACE_GLOB, is_trace_rel
+from rollouts.layout import (
+    ANNOTATION_GLOB,
+    BATTLE_GLOB,
+    BOARD_GLOB,
+    CARD,
+    MATCH_GLOB,
+    TRACE_GLOB,
+    is_trace_rel,
+)
 from rollouts.push_log import PushedFiles
 from rollouts.scrub import scrub
 from rollouts.withheld import names_none, public_part
@@ -75,10 +83,11 @@ CONFLICT_MAX_S = 10.0
 
 
 def dataset_files(root: Path) -> list[str]:
-    """The folder's files that belong in the dataset repo, card first, then records, traces, matches, the board
-    snapshots and their battles, index files."""
+    """The folder's files that belong in the dataset repo, card first, then records, traces, matches, flags, the
+    board snapshots and their battles, index files."""
     files = ["README.md"] if (root / "README.md").is_file() else []
-    for pattern in ("rollouts/*/*.json", TRACE_GLOB, MATCH_GLOB, BOARD_GLOB, BATTLE_GLOB, "index/*/*.jsonl",
+    for pattern in ("rollouts/*/*.json", TRACE_GLOB, MATCH_GLOB, ANNOTATION_GLOB, BOARD_GLOB, BATTLE_GLOB,
+                    "index/*/*.jsonl",
                     "index/*/*.parquet"):
         files += sorted(p.relative_to(root).as_posix() for p in root.glob(pattern) if not p.name.startswith("."))
     return files
@@ -450,6 +459,8 @@ def _message(operations: list[CommitOperationAdd | CommitOperationDelete]) -> st
         parts.append(f"{'' if rollouts else 'add '}{traces} agent trace{'s' * (traces != 1)}")
     if any(rel.startswith("matches/") for rel in paths):
         parts.append("update the matches")
+    if any(rel.startswith("annotations/") for rel in paths):
+        parts.append("update the flags")
     if any(rel.startswith("index/") for rel in paths):
         parts.append("update the index")
     if "README.md" in paths:

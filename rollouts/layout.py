@@ -6,6 +6,7 @@
     index/<YYYY-MM-DD>/<writer_id>.parquet    the same rows, compacted (rollouts.index.compaction folds JSONL in)
     traces/<YYYY-MM-DD>/<episode_id>.jsonl    the record as an agent trace for the Hub's viewer (rollouts.traces)
     matches/<YYYY-MM-DD>/<writer_id>.jsonl    one row per arena match, by the day it started (rollouts.matches)
+    annotations/<YYYY-MM-DD>/<writer_id>.jsonl  one row per flag on a step, by the day it was made (rollouts.annotations)
     .push/                                    the push log, locks and the journal of running episodes (never pushed)
 
 Every path of the dataset is made or recognised here, so a reader can trust a path only after `record_rel` or
@@ -36,6 +37,8 @@ MATCH_GLOB = f"{MATCHES_DIR}/*/*.jsonl"
 # ratings come from, one JSONL file per UTC day each (JSON, since `datasets` reads the whole repo with one builder).
 BOARDS_DIR, BATTLES_DIR = "boards", "battles"
 BOARD_GLOB, BATTLE_GLOB = f"{BOARDS_DIR}/*.jsonl", f"{BATTLES_DIR}/*.jsonl"
+ANNOTATIONS_DIR = "annotations"
+ANNOTATION_GLOB = f"{ANNOTATIONS_DIR}/*/*.jsonl"
 WRITER_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 # The rule "a row's path names its own record", written once: the record path of the layout, its day and its
@@ -104,6 +107,13 @@ def snapshot_rel(folder: str, day: str) -> str:
     if folder not in (BOARDS_DIR, BATTLES_DIR) or not DAY.fullmatch(day or ""):
         raise ValueError(f"no snapshot file {str(folder)[:20]!r} for {str(day)[:20]!r}")
     return f"{folder}/{day}.jsonl"
+
+
+def annotation_rel(day: str, writer_id: str) -> str:
+    """One writer's flags of one day (the day each flag was made, UTC), laid out as the matches are."""
+    if not DAY.fullmatch(day or "") or not WRITER_ID.fullmatch(writer_id or ""):
+        raise ValueError(f"no annotation file for writer {str(writer_id)[:80]!r} on {str(day)[:20]!r}")
+    return f"{ANNOTATIONS_DIR}/{day}/{writer_id}.jsonl"
 
 
 def inside(root: Path, rel: str) -> Path | None:

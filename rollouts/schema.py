@@ -287,6 +287,8 @@ BROWSE_COLUMNS: dict[str, BrowseColumn] = {
     "run": BrowseColumn("run", "more", "text"),
     "played_in": BrowseColumn("played in", cell="text"),
     "source": BrowseColumn("source", "more", "text"),
+    # Not an index column: the count of a page's flags on its steps, joined for the page's ids (Archive.flag_counts).
+    "flags": BrowseColumn("flags", "more", "blank_if_none"),
 }
 
 

@@ -173,6 +173,9 @@ ARENA_MAX_EPISODES_PER_SESSION = _declare("ARENA_MAX_EPISODES_PER_SESSION", int,
                                           "the old name of ARENA_MAX_EPISODES_PER_VISITOR")
 ARENA_BASELINE_PACE_S = _declare("ARENA_BASELINE_PACE_S", float, 0.5, "seconds a baseline waits before each call")
 ARENA_MAX_ROLLOUTS_PER_HOUR = _declare("ARENA_MAX_ROLLOUTS_PER_HOUR", int, 30, "rollouts one visitor saves an hour")
+ARENA_MAX_FLAGS_PER_HOUR = _declare("ARENA_MAX_FLAGS_PER_HOUR", int, 20,
+                                    "flags one signed-in account puts on steps an hour (0: no cap)")
+ADMINS = _declare("ADMINS", str, "", "more Hugging Face accounts that may hide flags, comma-separated")
 ARENA_MAX_VOTES_PER_HOUR = _declare("ARENA_MAX_VOTES_PER_HOUR", int, 60, "arena votes one visitor casts an hour")
 ALLOWED_SERVERS = _declare("ALLOWED_SERVERS", str, "", "more trusted servers, comma-separated host[:port]")
 CUSTOM_SERVERS = _declare("CUSTOM_SERVERS", _on_unless_off, None, "visitors' own servers (default: on unless on a Space)")

@@ -8,7 +8,7 @@ idle with the task preview, mid-run (a `baseline:hasty` episode after its first 
 finished; the Arena: idle, two baselines racing, the verdict and the vote (a random pair on the phone), the match's
 link opened afresh; Browse: the
 list, a rollout opened by its share link, a compare and the leaderboard (on a folder of realistic rollouts from
-testkit), and the leaderboard with a one-episode `human` beside baselines of many (`board`); Play: a task picked,
+testkit), the open rollout's flags on its steps with the form to add one (`flags`), and the leaderboard with a one-episode `human` beside baselines of many (`board`); Play: a task picked,
 a checked draft with its violations, the submitted optimum; a rollout's share page, `/r/<id>` (a real
 `baseline:hasty` episode, played on the embedded server); the Run tab refusing a mistyped baseline (`typo`).
 Each screen is a function below, so a new one is one more function in SCREENS.
@@ -193,10 +193,25 @@ def share_screens(page: Page, url: str, out: Path, size: str) -> list[Path]:
     return [_shot(page, out / f"share-page-{size}.png")]
 
 
+def flags_screens(page: Page, url: str, out: Path, size: str) -> list[Path]:
+    """Browse's open rollout with the flags visitors put on its steps, and the form to add one, as an anonymous
+    visitor finds it: a label picked, Flag pressed, the request to sign in."""
+    page.goto(f"{url}?tab=browse&rollout={SHOWN}")
+    expect(page.locator("#rollout-flags")).to_contain_text("misread a rule", timeout=30000)
+    page.locator("#flag-open").click()
+    page.locator("#flag-label input").click()
+    page.get_by_role("option").filter(has_text="ignored a violation").click()
+    page.locator("#flag-button").click()
+    expect(page.locator("#flag-result")).to_contain_text("Sign in with Hugging Face", timeout=30000)
+    page.locator("#rollout-flags").scroll_into_view_if_needed()
+    page.wait_for_timeout(600)
+    return [_shot(page, out / f"flags-{size}.png")]
+
+
 SCREENS: dict[str, Callable[[Page, str, Path, str], list[Path]]] = {"run": run_screens, "arena": arena_screens,
                                                                     "browse": browse_screens, "board": board_screens,
                                                                     "play": play_screens, "share": share_screens,
-                                                                    "typo": typo_screens}
+                                                                    "typo": typo_screens, "flags": flags_screens}
 PLAYED = "dock-24B-w06x1-busy-0"
 SHOWN, RIVAL, SHARED = "shown0001", "rival0001", "shared000001"
 
@@ -218,6 +233,12 @@ def _rollouts(store: Any) -> None:
                                                                end_reason="submitted"))["reward"] > 0.8)
     for record in [shown, rival, human, *make_records(120, seed=12)]:
         store.save(record)
+    from rollouts.annotations import FlagBook, new_flag
+
+    book = FlagBook(store.root, store.writer_id)  # two visitors' flags on the rollout Browse opens
+    book.add(new_flag(SHOWN, "draft", 2, "misread_rule", "Moved the priority ship off its published section and "
+                      "never put it back.", "harbour-analyst"))
+    book.add(new_flag(SHOWN, "turn", 3, "good_recovery", "", "ana"))
     from agent.loop import run_episode
     from agent.request import EpisodeRequest
 

@@ -39,7 +39,7 @@ REST = "*"  # every part of the package that no floor names
 FLOORS: dict[str, tuple[Floor, ...]] = {
     "agent": (Floor((REST,)), Floor(("providers",)), Floor(("request", "loop"))),
     "rollouts": (Floor(("settings", "scrub", "model_spec", "schema", "layout", "jsonio", "record", "events", "problems", "replay", "search", "prices", "metrics",
-                        "filters")),
+                        "annotations", "filters")),
                  Floor(("index",)), Floor(("sources",)), Floor((REST,))),
     "viewer": (Floor(("chart",)), Floor((REST,)), Floor(("share",)),
                Floor(("run", "arena", "browse", "play"), apart=True)),

@@ -13,11 +13,13 @@ from agent.netguard import ServerPolicy
 from catalog.task_dataset import TaskDataset, dataset_from_env, serve_tasks_dataset
 from catalog.tasks import PUBLIC_SERVER, TaskChoice, embedded_catalog, task_for
 from live.budget import BudgetLimits, SpendBudget
+from live.flags import FLAGS_PER_HOUR, FlagDesk, SpaceOwners
 from live.hand_play import PlayRegistry
 from live.match_runs import MatchRegistry
 from live.quota import SaveQuota
 from live.runs import RunRegistry
 from rollouts import settings as environment
+from rollouts.annotations import FlagBook
 from rollouts.archive import Archive
 from rollouts.layout import default_rollout_dir
 from rollouts.links import app_link, public_base, rollout_page, space_url
@@ -58,6 +60,8 @@ class Settings:
     max_votes_per_hour: int = 60
     # What runs on the Space's own keys may spend (live/budget.py): ARENA_BUDGET_* and ARENA_SPACE_MAX_*.
     budget: BudgetLimits = field(default_factory=BudgetLimits)
+    # Flags on a step one signed-in account may add in any hour (0: no cap).
+    max_flags_per_hour: int = FLAGS_PER_HOUR
 
     @classmethod
     def from_env(cls, listen: tuple[str, int] | None = None) -> Settings:
@@ -83,6 +87,7 @@ class Settings:
             arena_url=public_base(listen=listen),
             max_votes_per_hour=env.ARENA_MAX_VOTES_PER_HOUR.get(),
             budget=budget_from_env(),
+            max_flags_per_hour=environment.ARENA_MAX_FLAGS_PER_HOUR.get(),
         )
 
     @property
@@ -113,6 +118,7 @@ class AppContext:
     tasks: TaskDataset | None = None  # loading in the background; catalog.task_dataset.tasks_status() says how
     policy: ServerPolicy = field(default_factory=ServerPolicy)  # where runs and task lookups may connect
     downloads: Downloads = field(default_factory=Downloads)
+    flags: FlagDesk | None = None  # flags on a step (live/flags.py); None only in a bare test context
     # Tasks listed by remote servers this process has read, so their labels survive a filter change.
     _remote: dict[str, TaskChoice] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -145,8 +151,12 @@ class AppContext:
         store.hold_back(matches.withheld_episodes)  # ...which the pusher asks too, so the dataset waits as well
         archive.refresh_local(force=True)
         archive.start_remote()  # the Hub sources load while the first visitor arrives
-        return cls(settings, store, registry, plays, archive, RecordCache(archive, registry.get), matches, tasks,
-                   policy)
+        # Flag rows go where the match rows go, pushed with them; the archive reads them back at once.
+        flags = FlagDesk(FlagBook(store.root, store.writer_id, on_write=store.notify),
+                         per_hour=settings.max_flags_per_hour, owners=SpaceOwners.from_env(settings.hub_token),
+                         on_change=lambda: archive.refresh_local(force=True))
+        return cls(settings, store, registry, plays, archive, RecordCache(archive, registry.get), matches, tasks, policy,
+                   flags=flags)
 
     def public(self, episode_id: str) -> bool:
         """Whether a door may show this episode (running or stored) yet: not while it is a side of an undecided

@@ -39,6 +39,15 @@ def visitor_of(request: Any) -> str:
     return address_key(host) if isinstance(host, str) and host else "unknown"
 
 
+def account_of(request: Any, profile: Any = None) -> str | None:
+    """The signed-in account's name (a Hugging Face profile Gradio handed over, else the session's, else Gradio's
+    own user), or None for an anonymous visitor: what a flag's author is, and what only a signed-in visitor has."""
+    name = getattr(profile, "username", None) or getattr(profile, "preferred_username", None)
+    if isinstance(name, str) and name:
+        return name
+    return _account(request)
+
+
 def address_key(host: str) -> str:
     """The visitor an address is: `ip:<IPv4>`, `ip:<IPv6 network>/64`, or the text as given when it is not an
     address."""

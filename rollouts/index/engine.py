@@ -23,6 +23,11 @@ The view holds rollouts only: rows of episodes that ended before their player's 
 STARTED_SQL) are left out. Its columns: the index row with its `source` as `played_in`, `source` the label, `reward` 0 and
 `submitted`/`feasible` false when missing, `tokens` and `date`; newest first, rows without a start time last (then
 source order and id, so pages never overlap). Answers are Arrow tables.
+
+Beside the rows, the flags shown on steps (rollouts.annotations, the hidden ones left out) are one small table,
+`flags` (episode_id, label), set whole when their files change (`set_flags`): the "flagged" filter narrows the view
+by it, and a page's rows carry their count, `flags`, joined for the page's ids alone (never per row of the view, so
+no list, board or count over a million rows pays for it).
 """
 
 from __future__ import annotations
@@ -94,6 +99,7 @@ class IndexEngine:
         self.on_change: Callable[[], None] = lambda: None  # rows changed outside set_files/set_table
         self.skipped: dict[str, int] = {}
         self.counts: dict[str, int] = {}
+        self._con.execute("CREATE TABLE flags (episode_id VARCHAR, label VARCHAR)")
         self._build()
 
     # -- the sources ---------------------------------------------------------------------------------------------
@@ -127,6 +133,22 @@ class IndexEngine:
                                      False)
                 self._parts[source] = {"table": first_per_episode(table.filter(named))}
             self._build()
+
+    def set_flags(self, flags: Sequence[tuple[str, str]]) -> bool:
+        """The flags shown, as (episode id, label) pairs; True when they changed."""
+        table = pa.table({"episode_id": pa.array([f[0] for f in flags], pa.string()),
+                          "label": pa.array([f[1] for f in flags], pa.string())})
+        with self._lock:
+            before = self._con.execute("SELECT episode_id, label FROM flags ORDER BY ALL").fetchall()
+            if before == sorted(tuple(f) for f in flags):
+                return False
+            self._con.execute("DELETE FROM flags")
+            self._con.register("flags_given", table)
+            try:
+                self._con.execute("INSERT INTO flags SELECT episode_id, label FROM flags_given")
+            finally:
+                self._con.unregister("flags_given")
+            return True
 
     def _source_selects(self, source: str, part: dict[str, Any]) -> list[str]:
         """The SELECTs of one source's rows, each with the engine's columns."""
@@ -353,8 +375,16 @@ class IndexEngine:
             found = self.sql(f"SELECT episode_id, filename FROM rollouts WHERE {where} ORDER BY {order} "
                              f"LIMIT {size} OFFSET {(page - 1) * size}", params).fetchall()
             rows = _in_order(self._page_rows(found), [i for i, _ in found]) if found else self.empty()
+            rows = self._with_flag_counts(rows)
         self._copies.go()  # a page was answered: the copies may have the cores now
         return rows, total, page, pages
+
+    def _with_flag_counts(self, rows: pa.Table) -> pa.Table:
+        """The page's rows with `flags`, how many shown flags each has (0 without)."""
+        ids = rows.column("episode_id").to_pylist()
+        counts = dict(self.sql("SELECT episode_id, count(*) FROM flags WHERE episode_id = ANY(?::VARCHAR[]) "
+                               "GROUP BY episode_id", [ids]).fetchall()) if ids else {}
+        return rows.append_column("flags", pa.array([int(counts.get(i, 0)) for i in ids], pa.int64()))
 
     def _page_rows(self, found: list[tuple[str, str | None]]) -> pa.Table:
         """The whole rows of a page's (episode id, file) pairs."""

@@ -15,6 +15,7 @@ import pytest
 from datasets import load_dataset
 
 from agent.loop import run_episode
+from agent.request import EpisodeRequest
 from batch.cli import main
 from berth_env.pack import base_pack, set_runtime_packs, write_pack
 from rollouts.store import RolloutStore
@@ -54,17 +55,17 @@ def played(tmp_path_factory, env_url) -> tuple[Path, list[dict]]:
     set_runtime_packs([write_pack(here / "pack", TRAIN)])
     monkey = pytest.MonkeyPatch()
     try:
-        records = [run_episode(model, task["task_id"], env_url=env_url)
+        records = [run_episode(EpisodeRequest.of(model, task["task_id"], env_url=env_url))
                    for task in TRAIN for model in ("baseline:greedy", "baseline:naive")]
-        records.append(run_episode("baseline:greedy", TRAIN[0]["task_id"], env_url=env_url))
-        records += [run_episode(model, EVAL_TASK, env_url=env_url) for model in ("baseline:greedy", "baseline:naive")]
+        records.append(run_episode(EpisodeRequest.of("baseline:greedy", TRAIN[0]["task_id"], env_url=env_url)))
+        records += [run_episode(EpisodeRequest.of(model, EVAL_TASK, env_url=env_url)) for model in ("baseline:greedy", "baseline:naive")]
         script = [Turn(Text(f"Let me think about ship 5. My key is {SECRET}.")), Turn(ToolCall("get_situation")),
                   Turn(Thinking("Ship 9 waits for the closure to end " * 8), stop="max_tokens"),
                   Turn(Text("Submitting the plan."), ToolCall("submit_plan", optimal_args()))]
         with ChatPeer(script) as peer:
             monkey.setenv("HF_ROUTER_URL", peer.url + "/v1")
             monkey.setenv("HF_TOKEN", "hf_test")
-            records.append(run_episode("hf:org/planner", TRAIN[0]["task_id"], env_url=env_url, max_turns=4))
+            records.append(run_episode(EpisodeRequest.of("hf:org/planner", TRAIN[0]["task_id"], env_url=env_url, max_turns=4)))
         root = here / "rollouts"
         with RolloutStore(root) as store:
             for record in records:

@@ -39,8 +39,8 @@ def test_the_card_declares_licence_attribution_and_its_configs():
     assert configs["traces"]["data_files"] == [{"split": "train", "path": "traces/*/*.jsonl"}]
     assert {"agent-traces", "traces"} <= set(meta["tags"])
     # No features for `traces`: declared ones would make datasets (and the Hub's viewer) read lines, not sessions.
-    assert [info["config_name"] for info in meta["dataset_info"]] == ["index", "rollouts", "matches", "boards",
-                                                                        "battles"]
+    assert [info["config_name"] for info in meta["dataset_info"]] == ["index", "rollouts", "matches", "annotations",
+                                                                        "boards", "battles"]
     assert configs["boards"]["data_files"] == [{"split": "train", "path": "boards/*.jsonl"}]
     assert configs["battles"]["data_files"] == [{"split": "train", "path": "battles/*.jsonl"}]
 
@@ -48,7 +48,7 @@ def test_the_card_declares_licence_attribution_and_its_configs():
 def test_huggingface_hub_and_datasets_read_the_yaml_as_meant():
     data = DatasetCard(dataset_card.render(["judge"])).data
     configs = MetadataConfigs.from_dataset_card_data(data)
-    assert set(configs) == {"index", "rollouts", "traces", "matches", "boards", "battles"}
+    assert set(configs) == {"index", "rollouts", "traces", "matches", "annotations", "boards", "battles"}
     assert configs["index"]["default"] is True
     assert configs["matches"]["data_files"] == [{"split": "train", "path": "matches/*/*.jsonl"}]
     infos = DatasetInfosDict.from_dataset_card_data(data)

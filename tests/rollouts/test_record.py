@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from agent.loop import stream_episode
+from agent.request import EpisodeRequest
 from rollouts.record import Record
 from testkit.peers import ChatPeer, Text, ToolCall, Turn
 from testkit.tasks import optimal_args
@@ -27,7 +28,7 @@ def live_events(env_url: str) -> list[dict]:
     with pytest.MonkeyPatch.context() as patch, ChatPeer(script) as peer:
         patch.setenv("HF_ROUTER_URL", peer.url + "/v1")
         patch.setenv("HF_TOKEN", "hf_test")
-        return list(stream_episode("hf:org/planner", TASK_ID, env_url=env_url, max_turns=6))
+        return list(stream_episode(EpisodeRequest.of("hf:org/planner", TASK_ID, env_url=env_url, max_turns=6)))
 
 
 def call_errors(events: list[dict]) -> list[str | None]:
@@ -56,7 +57,7 @@ def test_a_call_after_the_end_gives_the_same_error_live_and_replayed(env_url, mo
     with ChatPeer(script) as peer:
         monkeypatch.setenv("HF_ROUTER_URL", peer.url + "/v1")
         monkeypatch.setenv("HF_TOKEN", "hf_test")
-        live = list(stream_episode("hf:org/planner", TASK_ID, env_url=env_url, max_turns=3))
+        live = list(stream_episode(EpisodeRequest.of("hf:org/planner", TASK_ID, env_url=env_url, max_turns=3)))
     assert call_errors(live) == [None, "the episode is over"]
     replayed = Record(Record.from_events(live).data).events()
     assert call_errors(replayed) == call_errors(live)

@@ -235,7 +235,7 @@ def test_only_the_deliberate_endpoints_are_public(world):
     _, _, client = world
     api = client.view_api(print_info=False, return_format="dict")
     names = set(api["named_endpoints"])
-    browse = {"/browse_rollouts", "/browse_leaderboard", "/browse_record"}
+    browse = {"/browse_rollouts", "/browse_leaderboard", "/browse_record", "/flag_step", "/hide_flag"}
     assert browse <= names
     # The Run tab's, the Arena's and the Play tab's, nothing else.
     assert names - browse <= {"/run", "/rollout", "/stop", "/arena_start", "/arena_match", "/arena_vote",

@@ -69,6 +69,7 @@ class BrowseSection:
     title: gr.Textbox
     link: gr.Textbox  # a placeholder input for the events whose JS reads the page's own query
     timer: gr.Timer
+    flags: Any = None  # the open rollout's flags and the form (viewer/browse/flags.py's FlagBox)
 
     @property
     def form(self) -> list[Any]:
@@ -80,7 +81,8 @@ class BrowseSection:
         """Everything `handlers.render` may change."""
         return [*self.form, self.more, self.more_row, self.filter_note, self.views, self.status, self.table,
                 self.page_ids, self.page_info, self.detail, self.message, self.head, self.share, self.export_json,
-                self.compare_pick, *self.panel.outputs, self.board, self.board_note, self.board_models, self.heatmap,
+                self.compare_pick, *self.panel.outputs, *(self.flags.outputs if self.flags else ()), self.board,
+                self.board_note, self.board_models, self.heatmap,
                 self.heatmap_cells, self.convergence, self.compare_head, self.compare_a.chart, self.compare_b.chart,
                 self.compare_diff, self.compare_a.chat, self.compare_b.chat, self.state, self.version, self.url,
                 self.title]

@@ -13,6 +13,7 @@ from typing import Any
 
 import gradio as gr
 
+from rollouts.annotations import LABELS
 from rollouts.filters import FILTERS, Filter, Filters
 from rollouts.schema import TIERS
 from rollouts.sources import SOURCES
@@ -61,6 +62,10 @@ WIDGETS: dict[str, Widget] = {
                       lambda v: None if v in (None, REWARD_RANGE[1]) else v),
     "day_from": Widget(_day("2026-11-01"), lambda v: v or "", lambda v: (v or "").strip()),
     "day_to": Widget(_day("2026-11-30"), lambda v: v or "", lambda v: (v or "").strip()),
+    # "Flagged: misread a rule": the labels' words shown, their keys read back.
+    "flag_labels": Widget(lambda f: gr.Dropdown([(words, key) for key, words in LABELS.items()], value=[],
+                                                multiselect=True, label=f.label, min_width=180, elem_id=_elem(f)),
+                          lambda v: list(v), lambda v: list(v or ())),
 }
 
 

@@ -20,6 +20,7 @@ from rollouts.record import Record
 from rollouts.sources import SourceError
 from viewer.browse.components import BrowseSection
 from viewer.browse.filter_form import read_form, show_filters
+from viewer.browse.flags import flag_form
 from viewer.browse.state import VIEWS, BrowseState, state_from_query
 from viewer.browse.views import (
     arena_note,
@@ -286,7 +287,8 @@ def detail_view(section: BrowseSection, state: BrowseState, base: str | None, vi
             section.export_json: download,
             section.compare_pick: gr.Dropdown(choices=picks, value=state.compare or None,
                                               label=f"Compare A with B: {len(picks)} more rollouts of this task"),
-            **stored_rollout(section.panel, view, task)}
+            **stored_rollout(section.panel, view, task),
+            **(flag_form(ctx, section.flags, state.rollout, view) if section.flags else {})}
 
 
 def _record_download(ctx: Any, episode_id: str, view: Record, visitor: str) -> tuple[gr.DownloadButton, str]:

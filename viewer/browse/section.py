@@ -19,6 +19,7 @@ import pandas as pd
 
 from rollouts.filters import SORTABLE
 from viewer.browse import api as browse_api
+from viewer.browse import flags as flagging
 from viewer.browse import handlers as on
 from viewer.browse.components import BrowseSection
 from viewer.browse.filter_form import build_filters, changes
@@ -50,7 +51,7 @@ CSS = """
 @media (max-width: 768px) {
   #browse-split {flex-direction: column-reverse}
 }
-"""
+""" + flagging.FLAG_CSS
 # Fixed widths: with a rollout open beside it, the list scrolls sideways rather than squeezing the task ids.
 # Short enough that the header, the chart and the top of the transcript share the first screen beside the list.
 DETAIL_CHART = {"height": 330, "cranes": False}
@@ -169,10 +170,12 @@ def _build_detail() -> dict[str, Any]:
         copy = gr.Button("📋 Copy", size="sm", scale=0, min_width=80, elem_id="copy-link")
         export_json = gr.DownloadButton("⬇ JSON", size="sm", scale=0, min_width=80, elem_id="export-json")
         to_compare = gr.Button("⇄ Compare", size="sm", scale=0, min_width=96, elem_id="to-compare")
+        flag = gr.Button(flagging.TOGGLE, size="sm", scale=0, min_width=84, elem_id="flag-open")
+    flags = flagging.build_flag_box(flag)  # above the chart: a first look at the rollout sees what visitors flagged
     panel = build_rollout_panel("browse-", chart_first=True, fold_optimum=True, usage=True, chat_label="Transcript",
                                 chart_options=DETAIL_CHART)
     return dict(head=head, back=back, share=share, copy=copy, export_json=export_json, to_compare=to_compare,
-                panel=panel)
+                panel=panel, flags=flags)
 
 
 def _build_board() -> dict[str, Any]:
@@ -235,6 +238,14 @@ def _wire(s: BrowseSection) -> None:
     s.back.click(bind(on.close_rollout, s), [s.state], out, **private)
     s.panel.plan_step.release(bind(on.show_draft, s), [s.state, s.panel.plan_step, s.panel.steps], [s.panel.chart],
                               **private)
+    s.panel.plan_step.release(bind(flagging.draft_moved, s), [s.state, s.panel.plan_step], s.flags.outputs,
+                              **private)
+    box = s.flags
+    box.toggle.click(bind(flagging.toggle_form, s), [box.toggle], [box.toggle, box.form], **private)
+    box.button.click(bind(flagging.flag_clicked, s), [s.state, box.kind, box.step, box.label, box.note],
+                     [*box.outputs, box.note], **private)
+    box.hide_button.click(bind(flagging.hide_clicked, s), [s.state, box.hide_id], [*box.outputs, box.hide_id],
+                          **private)
     s.compare_pick.input(bind(on.pick_compare, s), [s.state, s.compare_pick], out, **private)
     s.to_compare.click(bind(on.show_compare, s), [s.state], out, **private)
     s.copy.click(None, [s.share], None, js=COPY_JS, **private)
@@ -256,4 +267,5 @@ def _wire(s: BrowseSection) -> None:
 
 SECTION = Section("Browse", "browse", CSS, build_browse_section, wire_page_load, routes=(
     Route("browse_rollouts", browse_api.browse_rollouts), Route("browse_leaderboard", browse_api.browse_leaderboard),
-    Route("browse_record", browse_api.browse_record)))
+    Route("browse_record", browse_api.browse_record), Route("flag_step", flagging.flag_step),
+    Route("hide_flag", flagging.hide_flag)))

@@ -90,6 +90,7 @@ def _count(value: Any) -> str:
 CELLS: dict[str, Callable[[Any], str]] = {
     "text": str, "count": _count, "3": lambda v: f"{float(v):.3f}", "1": lambda v: f"{float(v):.1f}",
     "when": lambda v: str(v).replace("T", " ").removesuffix("Z")[:16], "yes_no": lambda v: "✓" if v else "✗",
+    "blank_if_none": lambda v: f"{int(v)}" if v else "",  # so the rows that have some stand out
 }
 
 

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rollouts.annotations import LABELS, step_words
 from rollouts.record import Record
 from viewer.chart import chart_svg, optimum_scene, preview_scene, step_scene
 from viewer.chart.card import cost_words
@@ -65,9 +66,9 @@ def isolated(value: Any, limit: int = 200) -> str:
 # -- the finished rollout ----------------------------------------------------------------------------------------
 
 def rollout_page(rollout: Record | Mapping[str, Any], row: Mapping[str, Any], task: Mapping[str, Any] | None,
-                 links: PageLinks) -> str:
+                 links: PageLinks, flags: Sequence[Mapping[str, Any]] = ()) -> str:
     """The share page of a finished rollout; `row` is its index row (where it came from), `task` the full task when
-    this Space has it (else the page says why there is no chart)."""
+    this Space has it (else the page says why there is no chart), `flags` the flags shown on its steps."""
     view = Record.of(rollout)
     title = f"{clean(view.model or '?', 120)} on {clean(view.task_id or '?', 100)}"
     description = " · ".join(outcome_words(view, task))
@@ -86,6 +87,7 @@ def rollout_page(rollout: Record | Mapping[str, Any], row: Mapping[str, Any], ta
     body = (_top(links, "Open in the arena")
             + _header(view, task, _facts(view, task))
             + f'<main class="layout"><div class="picture">{chart}{optimum}</div>{grade}</main>'
+            + flags_html(flags)
             + transcript_html(record_messages(view, task), raw=links.raw)
             + _footer(view, row))
     return _document(head, body)
@@ -162,6 +164,22 @@ def _footer(view: Record, row: Mapping[str, Any]) -> str:
     if view.app_version:
         origin.append(f"arena {plain(view.app_version, 20)}")
     return f'<footer><p>{" · ".join(origin)}</p><p>{ATTRIBUTION}</p></footer>'
+
+
+def flags_html(flags: Sequence[Mapping[str, Any]]) -> str:
+    """The flags visitors put on the rollout's steps (rollouts.annotations), each at its step: its label, its author
+    and its note, all plain text (a note is anyone's words)."""
+    if not flags:
+        return ""
+    items = []
+    for flag in flags:
+        note = f'<p class="flag-note" dir="auto">{plain(flag.get("note"), 500)}</p>' if flag.get("note") else ""
+        items.append(f'<li id="flag-{plain(flag.get("flag_id"), 64)}"><b>{plain(step_words(dict(flag)), 40)}</b> · '
+                     f'<span class="flag-label">{plain(LABELS.get(str(flag.get("label")), "?"), 40)}</span> · '
+                     f'by {isolated(flag.get("author"), 96)}, {plain(str(flag.get("time"))[:10], 10)}{note}</li>')
+    return (f'<section class="flags"><h2>Flags on its steps ({len(flags)})</h2><p class="hint">Signed-in '
+            f'visitors point at a turn or a draft (the k-th plan sent to a tool) and say what happened there.</p>'
+            f'<ul>{"".join(items)}</ul></section>')
 
 
 # -- a running episode and a missing one -------------------------------------------------------------------------
@@ -342,6 +360,9 @@ figcaption {color: var(--muted); font-size: .85rem; padding: 2px 6px}
 pre {overflow-x: auto; background: #f2f4f7; padding: 8px; border-radius: 6px; font-size: .82rem; max-height: 480px}
 table {border-collapse: collapse; display: block; overflow-x: auto} td, th {border: 1px solid var(--line);
   padding: 2px 6px}
+.flags {max-width: 980px; margin-top: 22px} .flags h2 {margin: 0; font-size: 1.25rem}
+.flags ul {padding-left: 20px; margin: 4px 0} .flags li {margin: 4px 0; overflow-wrap: anywhere}
+.flag-label {color: #b3261e; font-weight: 600} .flag-note {margin: 2px 0 0; color: var(--muted)}
 footer {margin-top: 28px; color: var(--muted); font-size: .85rem; border-top: 1px solid var(--line)}
 footer p {margin: 6px 0}
 @media (max-width: 900px) {

@@ -58,7 +58,9 @@ from viewer.share.page import PageLinks, missing_page, optimal_cost, running_pag
 from viewer.share.page import rollout_page as page_html
 
 PAGE_VERSION = "1"        # bump when the page or the image draw differently: every ETag changes with it
-FINISHED = "public, max-age=604800, immutable"   # a week: a finished rollout's answers never change
+FINISHED = "public, max-age=604800, immutable"   # a week: a finished rollout's image and JSON never change
+# ...but its page shows the flags on its steps, which visitors add: kept a few minutes, its ETag naming the flags.
+FLAGGABLE = "public, max-age=300"
 # ...unless its task is not served yet (the tasks dataset still loading): its page, drawn without a chart, is kept an
 # hour, and the ETag changes once the task arrives.
 WITHOUT_TASK = "public, max-age=3600"
@@ -233,7 +235,7 @@ class SharePages:
 
     def kept(self, episode_id: str, kind: str, base: str, if_none_match: str = "") -> Answer | None:
         """A finished rollout's page or image as kept (no lookup, no render, no pace), or None."""
-        kept = self._cache(kind).get(_key(episode_id, kind, base)) if kind != "json" else None
+        kept = self._cache(kind).get(self._key(episode_id, kind, base)) if kind != "json" else None
         if kept is not None and kept.task_known == (self.ctx.task_for(kept.task_id, None) is not None):
             return kept.again(if_none_match)
         return None
@@ -250,8 +252,11 @@ class SharePages:
                           headers={"Retry-After": "30"})
         record, task_id = view.data, view.task_id
         task = self.ctx.task_for(task_id, None)
-        etag = self._etag(episode_id, record, kind, task is not None, base)
+        flags = self.ctx.archive.flags_of(episode_id) if kind == "page" else []
+        etag = self._etag(episode_id, record, kind, task is not None, f"{base}:{_flag_marks(flags)}")
         cache_control = FINISHED if task is not None or kind == "json" else WITHOUT_TASK
+        if kind == "page" and cache_control == FINISHED:
+            cache_control = FLAGGABLE
         if etag in _tags(if_none_match):
             return Answer(304, b"", kind, etag, cache_control)
         if kind == "json":
@@ -259,10 +264,15 @@ class SharePages:
             return Answer(200, body, kind, etag, cache_control,
                           {"Content-Disposition": f'inline; filename="{episode_id}.json"'})
         body = (self._image(view, task) if kind == "image"
-                else page_html(view, row, task, self.links(episode_id, base)).encode("utf-8"))
+                else page_html(view, row, task, self.links(episode_id, base), flags).encode("utf-8"))
         answer = Answer(200, body, kind, etag, cache_control)
-        self._cache(kind).put(_key(episode_id, kind, base), _Kept(answer, task_id, task is not None), len(body))
+        self._cache(kind).put(self._key(episode_id, kind, base), _Kept(answer, task_id, task is not None), len(body))
         return answer
+
+    def _key(self, episode_id: str, kind: str, base: str) -> tuple:
+        """What an answer is kept under: a page's names the flags it shows, so a new flag or a hide draws it anew."""
+        marks = _flag_marks(self.ctx.archive.flags_of(episode_id, refresh=False)) if kind == "page" else ""
+        return (*_key(episode_id, kind, base), marks)
 
     def _cache(self, kind: str) -> _Lru:
         return self.images if kind == "image" else self.pages
@@ -325,6 +335,10 @@ def _key(episode_id: str, kind: str, base: str) -> tuple:
     """What a finished rollout's answer is kept under: a page's links name `base`, the public address (the same
     for every request) unless none is known; an image names no address."""
     return episode_id, kind, base if kind == "page" else None
+
+
+def _flag_marks(flags: list[dict]) -> str:
+    return ",".join(f["flag_id"] for f in flags)
 
 
 def _tags(header: str) -> set[str]:
