@@ -1,5 +1,5 @@
 """Browser fixtures: Debian's chromium (testkit/browser.py), one browser and one browser context per test process,
-fresh pages in it for each test.
+fresh pages in it for each test, and one launched app of each kind per test process (`arena`, `browse`).
 
 Pages share the context's HTTP and code caches, as a visitor's tabs do: a page boot then costs a third less CPU
 than in an empty context, and the suite is CPU-bound. Nothing of a visitor lives in the context: Gradio gives every
@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect, sync_playwright
 
+from testkit.app import LaunchedApp, launched_app
 from testkit.browser import ChromiumMissing, launch_chromium
 from tests.browser.browse_page import browse_app
 
@@ -40,9 +41,21 @@ def browser_context():
         browser.close()
 
 
-@pytest.fixture(scope="module")
+# One app per test process, not per module: with `--dist loadfile` a worker runs whole files, and the browser files
+# it gets share the app it built first. A build and its first page boot cost a core-second or two each, and a page
+# boot of the app is the unit of this suite's cost. The tests leave nothing behind that another counts on: each
+# counts rows from its own start, ends its own episodes and matches, and puts back what it patched.
+@pytest.fixture(scope="session")
+def arena(tmp_path_factory) -> Iterator[LaunchedApp]:
+    """The app with the default settings (tests/app_fixtures.py's `arena`), one per test process for the browser
+    tests."""
+    with launched_app(tmp_path_factory.mktemp("arena")) as launched:
+        yield launched
+
+
+@pytest.fixture(scope="session")
 def browse(tmp_path_factory):
-    """The Browse tests' app over a known set of rollouts: (app, shared, rival, hostile), one per test module."""
+    """The Browse tests' app over a known set of rollouts: (app, shared, rival, hostile), one per test process."""
     with browse_app(tmp_path_factory.mktemp("browse")) as app_and_records:
         yield app_and_records
 

@@ -37,10 +37,11 @@ def test_stop_is_live_only_while_this_pages_episode_runs(arena, new_page,
         if not any(m.get("role") == "tool" for m in request["messages"]):
             # The first turn at once: the Stop below comes in the second, so the episode is a rollout to keep.
             return Turn(ToolCall("get_situation"))
-        # Slow, not long: about 80 s of reasoning in a message small enough for a busy browser to keep drawing.
+        # Slow, not long: about 80 s of reasoning in a message small enough for a busy browser to keep drawing,
+        # in a delta a second or so: each one redraws the chat, and the page only has to be busy until Stop.
         return Turn(Text("Weighing the berths carefully before I submit. " * 34), ToolCall("submit_plan",
                                                                                            optimal_args()),
-                    chunk=4, delay=0.2)
+                    chunk=16, delay=0.8)
 
     with ChatPeer(slow) as peer:
         monkeypatch.setenv("VLLM_BASE_URL", peer.url + "/v1")

@@ -22,7 +22,8 @@ def space_key(monkeypatch):
     monkeypatch.setenv("HF_ROUTER_URL", "http://127.0.0.1:9/v1")  # never reached: the run here is refused
 
 
-def test_the_run_form_says_what_a_run_may_spend_before_it_starts(arena, new_page, space_key):
+def test_the_run_form_and_the_arena_say_what_a_run_may_spend_before_it_starts(arena, new_page, space_key):
+    """One page boot for both forms (a boot is most of a browser test's cost): the Run form, then the Arena tab."""
     note = arena.ctx.registry.budget.notice("x", [(MODEL, {"max_turns": 4, "max_tokens": 2000, "keys": {}})])
     assert note and "$100.00 left today" in note
     page = new_page()
@@ -46,6 +47,14 @@ def test_the_run_form_says_what_a_run_may_spend_before_it_starts(arena, new_page
     page.locator("#key-hf input").press("Tab")
     expect(budget_note).to_be_hidden()
 
+    # The Arena: two baselines spend nothing; a random pair may play on the Space's keys.
+    page.get_by_role("tab", name="Arena").click()
+    expect(page.locator("#arena-run")).to_be_visible(timeout=30000)
+    expect(page.locator("#arena-budget-note")).to_be_hidden()
+    page.locator("#arena-random input").check()
+    expect(page.locator("#arena-budget-note")).to_contain_text("This match plays on the Space's keys")
+    expect(page.locator("#arena-budget-note")).to_contain_text("left today")
+
 
 def test_a_spent_budget_refuses_the_run_saying_why(arena, new_page, space_key):
     before, rows = arena.ctx.registry.budget, len(arena.ctx.store.rows())
@@ -64,13 +73,3 @@ def test_a_spent_budget_refuses_the_run_saying_why(arena, new_page, space_key):
     finally:
         arena.ctx.registry.budget = before
     assert len(arena.ctx.store.rows()) == rows
-
-
-def test_the_arena_says_what_a_random_pair_may_spend(arena, new_page, space_key):
-    page = new_page()
-    page.goto(f"{arena.url}?tab=arena")
-    expect(page.locator("#arena-run")).to_be_visible(timeout=30000)
-    expect(page.locator("#arena-budget-note")).to_be_hidden()  # two baselines
-    page.locator("#arena-random input").check()
-    expect(page.locator("#arena-budget-note")).to_contain_text("This match plays on the Space's keys")
-    expect(page.locator("#arena-budget-note")).to_contain_text("left today")
