@@ -214,3 +214,10 @@ def _legend(figure: Frontier) -> str:
         items.append(f'<text x="40" y="{HEIGHT - 6}" font-size="12" fill="{MUTED}">not drawn, no price known: '
                      f'{text(names)}</text>')
     return "".join(items)
+
+
+def subtitle(lines: Sequence[dict]) -> str:
+    """The figure's second line: how many models and episodes it is drawn from."""
+    episodes = sum(int(line.get("n") or 0) for line in lines)
+    return (f"{len(lines)} model{'s' * (len(lines) != 1)}, {episodes:,} episode{'s' * (episodes != 1)}; "
+            "mean reward with its 95% interval against dollars per episode")

@@ -79,8 +79,8 @@ def test_latest_keeps_the_newest_rows_of_each_model_and_task():
 def test_board_markdown_has_one_line_per_model():
     text = board_markdown(board_of([row("a", "t1", 0.75), row("b", "t1", 0.25)]))
     lines = text.strip().splitlines()
-    assert lines[0].startswith("| model | n | mean reward (95% CI)") and len(lines) == 4
-    assert lines[2].startswith("| a | 1 | 0.750 (n too small) |")  # one episode is no interval
+    assert lines[0].startswith("| model | n | mark | tasks | mean reward (95% CI)") and len(lines) == 4
+    assert lines[2].startswith("| a | 1 | provisional | 1 | 0.750 (n too small) |")  # one episode is no interval
     assert "- (" not in text and "(---)" not in text  # an unknown figure is a plain "-"
 
 
