@@ -30,8 +30,8 @@ import pyarrow.parquet as pq
 
 from rollouts import board as boards
 from rollouts import board_trust
-from rollouts.board_trust import Standard, Trust
 from rollouts import ratings as arena_ratings
+from rollouts.board_trust import Standard, Trust
 from rollouts.convergence import convergence
 from rollouts.filters import PAGE_SIZE, Filters, order_by
 from rollouts.index.copies import COPY_ROWS

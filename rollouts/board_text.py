@@ -14,7 +14,14 @@ from rollouts import board as boards
 from rollouts.board import Figure
 from rollouts.board_trust import VERIFIED, VERIFIED_NOTE
 from rollouts.prices import price_table
-from rollouts.sample_size import PROVISIONAL, TOO_SMALL, board_rank_note, interval_note, provisional_note, ranked
+from rollouts.sample_size import (
+    PROVISIONAL,
+    TOO_SMALL,
+    board_rank_note,
+    interval_note,
+    provisional_note,
+    ranked,
+)
 from rollouts.schema import TIERS
 
 # The compact board: who, how many, how well (with its interval), per tier, how often feasible. Its widest line is

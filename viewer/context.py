@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent.netguard import ServerPolicy
-from catalog.task_dataset import TaskDataset, dataset_from_env, serve_tasks_dataset
 from catalog.standard import default_standard
+from catalog.task_dataset import TaskDataset, dataset_from_env, serve_tasks_dataset
 from catalog.tasks import PUBLIC_SERVER, TaskChoice, embedded_catalog, task_for
 from live.budget import BudgetLimits, SpendBudget
 from live.hand_play import PlayRegistry
