@@ -164,7 +164,10 @@ def _point(point: FrontierPoint, axes: _Axes) -> str:
                f'<line x1="{x - 5:.1f}" y1="{y0:.1f}" x2="{x + 5:.1f}" y2="{y0:.1f}" stroke="{colour}"/>'
                f'<line x1="{x - 5:.1f}" y1="{y1:.1f}" x2="{x + 5:.1f}" y2="{y1:.1f}" stroke="{colour}"/>')
     fill = "white" if point.provisional else colour  # hollow: provisional
-    if point.free:
+    if point.person:
+        mark = (f'<rect x="{x - 8:.1f}" y="{y - 8:.1f}" width="16" height="16" fill="{fill}" stroke="{colour}" '
+                'stroke-width="2"/>')
+    elif point.free:
         mark = (f'<path d="M{x:.1f} {y - 9:.1f} L{x + 9:.1f} {y:.1f} L{x:.1f} {y + 9:.1f} L{x - 9:.1f} {y:.1f} Z" '
                 f'fill="{fill}" stroke="{colour}" stroke-width="2"/>')
     else:
@@ -206,8 +209,9 @@ def _legend(figure: Frontier) -> str:
              f'<circle cx="538" cy="{y - 5}" r="6" fill="white" stroke="{OFF}" stroke-width="2"/>'
              f'<text x="550" y="{y}" font-size="14" fill="{INK}">provisional</text>',
              f'<path d="M660 {y - 13} l8 8 l-8 8 l-8 -8 Z" fill="{FREE}"/>'
-             f'<text x="674" y="{y}" font-size="14" fill="{INK}">$0: a baseline or a person (a log axis has no '
-             'zero)</text>']
+             f'<text x="674" y="{y}" font-size="14" fill="{INK}">$0: a baseline (a log axis has no zero)</text>',
+             f'<rect x="944" y="{y - 12}" width="13" height="13" fill="{FREE}"/>'
+             f'<text x="963" y="{y}" font-size="14" fill="{INK}">a person, for reference</text>']
     if figure.unpriced:
         names = ", ".join(_cut(m, 40) for m in figure.unpriced[:4]) + (
             f" and {len(figure.unpriced) - 4} more" if len(figure.unpriced) > 4 else "")

@@ -19,7 +19,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rollouts.board import MARK
 from rollouts.record_view import RecordView
+from rollouts.sample_size import PROVISIONAL
 
 
 @dataclass(frozen=True)
@@ -97,7 +99,7 @@ def frontier(lines: Sequence[dict]) -> Frontier:
     points = [FrontierPoint(model=str(line["model"]), usd=usd, reward=reward, low=_number(line.get("ci_low")),
                             high=_number(line.get("ci_high")), n=int(line.get("n") or 0), free=free,
                             on_frontier=front.get(i, False), person=person,
-                            provisional=bool(line.get("provisional")))
+                            provisional=PROVISIONAL in str(line.get(MARK) or ""))
               for i, (line, usd, reward, free, person) in enumerate(placed)]
     points.sort(key=lambda p: (p.usd, -p.reward, p.model))
     return Frontier(points, unpriced)

@@ -51,6 +51,7 @@ def test_points_are_the_boards_figures():
         assert point.reward == line[point.model]["mean_reward"]
         assert (point.low, point.high) == (line[point.model]["ci_low"], line[point.model]["ci_high"])
         assert point.usd == (0.0 if point.free else line[point.model]["usd_per_episode"])
+    assert {p.model for p in figure.points if p.provisional} == {p.model for p in figure.points}  # 3 tasks each
     on = {p.model: p.on_frontier for p in figure.points}
     # the person is drawn, never on the frontier; mid is beaten on both by small; greedy is the free floor
     assert on == {"human": False, "baseline:greedy": True, "openai:small": True, "openai:mid": False,
