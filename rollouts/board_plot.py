@@ -52,7 +52,7 @@ def point_title(point: FrontierPoint) -> str:
     marks = [w for w, on in (("on the frontier", point.on_frontier), ("provisional", point.provisional)) if on]
     spent = ("$0 (a person: for reference, not on the frontier)" if point.person else
              "$0 (a baseline)" if point.free else f"{usd_words(point.usd)} per episode")
-    return (f"{point.model}: mean reward {point.reward:.3f}{interval}; {spent}; {point.n} episodes"
+    return (f"{point.model}: mean reward {point.reward:.3f}{interval}; {spent}; {point.n} episode{'s' * (point.n != 1)}"
             + "".join(f"; {m}" for m in marks))
 
 

@@ -52,7 +52,14 @@ def _trace(points: list[FrontierPoint], *, name: str, colour: str, symbol: str, 
                 "line": {"color": colour, "width": 2}},
         error_y={"type": "data", "array": bars(True), "arrayminus": bars(False), "color": colour,
                  "thickness": 1.5, "width": 4},
-        customdata=[p.model for p in points], cliponaxis=False)
+        customdata=[p.model for p in points], cliponaxis=False, showlegend=False)
+
+
+def _key(name: str, colour: str, symbol: str, fill: str | None = None) -> go.Scatter:
+    """A legend entry alone: a trace's own entry would take its first point's look (hollow when provisional)."""
+    return go.Scatter(x=[None], y=[None], mode="markers", name=name, hoverinfo="skip",
+                      marker={"color": fill or colour, "symbol": symbol, "size": 10,
+                              "line": {"color": colour, "width": 2}})
 
 
 def frontier_figure(figure: Frontier) -> go.Figure:
@@ -70,6 +77,14 @@ def frontier_figure(figure: Frontier) -> go.Figure:
         if group:
             fig.add_trace(_trace(group, name=name, colour=colour, symbol="circle", free=False,
                                  labels=colour == FRONTIER), row=1, col=2)
+    keys = [("$0: a baseline (a log axis has no zero)", FREE, "diamond", None, any(not p.person for p in free)),
+            ("a person, $0: for reference", FREE, "square", None, any(p.person for p in free)),
+            ("on the frontier", FRONTIER, "circle", None, any(p.on_frontier for p in paid)),
+            ("beaten on both", OFF, "circle", None, any(not p.on_frontier for p in paid)),
+            ("hollow: provisional", OFF, "circle", "white", any(p.provisional for p in figure.points))]
+    for name, colour, symbol, fill, shown in keys:
+        if shown:
+            fig.add_trace(_key(name, colour, symbol, fill), row=1, col=2)
     low, high = log_range([p.usd for p in figure.points])
     front = figure.frontier
     if front:
