@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rollouts.board_trust import Standard, marks, trust
+from rollouts.board_trust import Standard, marks, trust_columns, trust_of
 from rollouts.filters import FRAME_ORDER
 from rollouts.sample_size import PROVISIONAL, has_interval, provisional_why, ranked
 from rollouts.schema import TIERS
@@ -180,8 +180,10 @@ def board(engine: IndexEngine, where: str = "true", params: Sequence[Any] = (), 
     which no line is marked verified. Every line's MARK says "verified", "provisional", both or nothing."""
     head = matched(where, same_tasks, latest)
     kept = columns()
+    # The card's aggregates ride in the same query: one scan of the rows for the figures and the marks.
+    card, card_params = trust_columns(standard) if standard is not None else ("", [])
     with engine.lock:
-        answer = engine.sql(_board_sql(head), params)
+        answer = engine.sql(_board_sql(head, card), [*params, *card_params])
         names = [d[0] for d in answer.description]
         lines = [dict(zip(names, row, strict=True)) for row in answer.fetchall()]
         # The bootstrap's episodes: every row of a small model; the priced rows of a large one with few priced.
@@ -201,7 +203,7 @@ def board(engine: IndexEngine, where: str = "true", params: Sequence[Any] = (), 
                     "no_submit": int(stat["no_submit"]),
                     **intervals(stat, drawn)})
     battles = None if rated is None else {r.model: r.battles for r in rated}
-    trusts = trust(engine, head, params, standard, battles) if standard is not None and out else {}
+    trusts = {str(stat["model"]): trust_of(stat, battles) for stat in lines} if standard is not None else {}
     for line in out:
         facts = trusts.get(line["model"])
         line[MARK] = marks(facts, standard) if facts is not None else (
@@ -210,9 +212,10 @@ def board(engine: IndexEngine, where: str = "true", params: Sequence[Any] = (), 
     return sort_board(out if rated is None else with_ratings(out, rated), "mean_reward")
 
 
-def _board_sql(head: str) -> str:
-    """One query for every aggregate figure: those over a model's rows, joined to those over its TASK_COUNTS."""
-    over_rows = ", ".join(f"{f.sql} AS {f.name}" for f in aggregates() if f.over == "rows")
+def _board_sql(head: str, card: str = "") -> str:
+    """One query for every aggregate figure: those over a model's rows (and `card`, the reproducibility card's
+    aggregates, when asked), joined to those over its TASK_COUNTS."""
+    over_rows = ", ".join([*(f"{f.sql} AS {f.name}" for f in aggregates() if f.over == "rows"), *([card] if card else [])])
     over_tasks = ", ".join(f"{f.sql} AS {f.name}" for f in aggregates() if f.over == "tasks")
     rows = f"SELECT model, {over_rows}, {_MOMENTS} FROM m GROUP BY model"
     if not over_tasks:

@@ -73,23 +73,43 @@ class Trust:
         return provisional_why(self.tasks, self.battles)
 
 
+# Trust's fields from its index rows, in order: each an aggregate over a model's rows (`trust_columns`).
+TRUST_FIELDS = ("episodes", "tasks", "eval_covered", "first", "last", "harness", "harness_unknown", "servers",
+                "off_server", "turn_limits", "token_limits", "off_limits", "switched", "switches", "errored",
+                "error_rows", "private")
+
+
+def trust_columns(standard: Standard) -> tuple[str, list[Any]]:
+    """The card's aggregates over a model's rows (`t_<field>` for each of TRUST_FIELDS) and their parameters: a
+    part of the board's own query (rollouts.board), or of `trust_sql`'s."""
+    parts = [
+        "count(*)", "count(DISTINCT task_id)", "count(DISTINCT task_id) FILTER (WHERE list_contains(?, task_id))",
+        "left(min(started)::VARCHAR, 10)", "left(max(started)::VARCHAR, 10)",
+        "list(DISTINCT app_version ORDER BY app_version) FILTER (WHERE app_version IS NOT NULL)",
+        "count(*) FILTER (WHERE app_version IS NULL)",
+        "list(DISTINCT coalesce(env_url, 'unknown') ORDER BY coalesce(env_url, 'unknown'))",
+        "count(*) FILTER (WHERE env_url IS NULL OR NOT list_contains(?, env_url))",
+        "list(DISTINCT max_turns ORDER BY max_turns) FILTER (WHERE max_turns IS NOT NULL)",
+        "list(DISTINCT max_tokens ORDER BY max_tokens) FILTER (WHERE max_tokens IS NOT NULL)",
+        "count(*) FILTER (WHERE max_turns IS DISTINCT FROM ? OR max_tokens IS DISTINCT FROM ?)",
+        "count(*) FILTER (WHERE provider_switches > 0)", "coalesce(sum(provider_switches), 0)",
+        f"count(*) FILTER (WHERE {HARNESS_ERROR})", "coalesce(sum(errors), 0)",
+        "count(*) FILTER (WHERE source = 'local')"]
+    sql = ", ".join(f"{part} AS t_{field}" for part, field in zip(parts, TRUST_FIELDS, strict=True))
+    return sql, [list(standard.eval_tasks), list(standard.servers), standard.max_turns, standard.max_tokens]
+
+
 def trust_sql(head: str, standard: Standard) -> tuple[str, list[Any]]:
     """One query over the board's rows `m` (`head`, rollouts.board's WITH clause): one line of Trust per model."""
-    sql = f"""{head} SELECT model, count(*), count(DISTINCT task_id),
-        count(DISTINCT task_id) FILTER (WHERE list_contains(?, task_id)),
-        left(min(started)::VARCHAR, 10), left(max(started)::VARCHAR, 10),
-        list(DISTINCT app_version ORDER BY app_version) FILTER (WHERE app_version IS NOT NULL),
-        count(*) FILTER (WHERE app_version IS NULL),
-        list(DISTINCT coalesce(env_url, 'unknown') ORDER BY coalesce(env_url, 'unknown')),
-        count(*) FILTER (WHERE env_url IS NULL OR NOT list_contains(?, env_url)),
-        list(DISTINCT max_turns ORDER BY max_turns) FILTER (WHERE max_turns IS NOT NULL),
-        list(DISTINCT max_tokens ORDER BY max_tokens) FILTER (WHERE max_tokens IS NOT NULL),
-        count(*) FILTER (WHERE max_turns IS DISTINCT FROM ? OR max_tokens IS DISTINCT FROM ?),
-        count(*) FILTER (WHERE provider_switches > 0), coalesce(sum(provider_switches), 0),
-        count(*) FILTER (WHERE {HARNESS_ERROR}), coalesce(sum(errors), 0),
-        count(*) FILTER (WHERE source = 'local')
-        FROM m GROUP BY model"""
-    return sql, [list(standard.eval_tasks), list(standard.servers), standard.max_turns, standard.max_tokens]
+    columns, params = trust_columns(standard)
+    return f"{head} SELECT model, {columns} FROM m GROUP BY model", params
+
+
+def trust_of(stat: dict[str, Any], battles: dict[str, int] | None = None) -> Trust:
+    """A model's Trust from a line of `trust_columns`' aggregates (its `model` and `t_<field>`s)."""
+    model = str(stat["model"])
+    return Trust(model, *(stat[f"t_{field}"] for field in TRUST_FIELDS),
+                 battles=None if battles is None else battles.get(model, 0))
 
 
 def trust(engine: IndexEngine, head: str, params: Sequence[Any], standard: Standard,
@@ -97,12 +117,10 @@ def trust(engine: IndexEngine, head: str, params: Sequence[Any], standard: Stand
     """Each model's Trust over the board's rows (`head` and its `params`), with its arena battles if counted."""
     sql, extra = trust_sql(head, standard)
     with engine.lock:
-        rows = engine.sql(sql, [*params, *extra]).fetchall()
-    out = {}
-    for row in rows:
-        model = str(row[0])
-        out[model] = Trust(model, *row[1:], battles=None if battles is None else battles.get(model, 0))
-    return out
+        answer = engine.sql(sql, [*params, *extra])
+        names = [d[0] for d in answer.description]
+        stats = [dict(zip(names, row, strict=True)) for row in answer.fetchall()]
+    return {str(stat["model"]): trust_of(stat, battles) for stat in stats}
 
 
 def verdict(facts: Trust, standard: Standard) -> list[str]:
