@@ -181,7 +181,7 @@ def board(engine: IndexEngine, where: str = "true", params: Sequence[Any] = (), 
     head = matched(where, same_tasks, latest)
     kept = columns()
     # The card's aggregates ride in the same query: one scan of the rows for the figures and the marks.
-    card, card_params = trust_columns(standard) if standard is not None else ("", [])
+    card, card_params = trust_columns(standard, card=False) if standard is not None else ("", [])
     with engine.lock:
         answer = engine.sql(_board_sql(head, card), [*params, *card_params])
         names = [d[0] for d in answer.description]

@@ -73,30 +73,37 @@ class Trust:
         return provisional_why(self.tasks, self.battles)
 
 
-# Trust's fields from its index rows, in order: each an aggregate over a model's rows (`trust_columns`).
-TRUST_FIELDS = ("episodes", "tasks", "eval_covered", "first", "last", "harness", "harness_unknown", "servers",
-                "off_server", "turn_limits", "token_limits", "off_limits", "switched", "switches", "errored",
-                "error_rows", "private")
+# Trust's fields from its index rows, each an aggregate over a model's rows (`trust_columns`): those the marks need
+# (VERDICT), then those only the card shows, which are lists and cost a board a third more at a million rows, so the
+# board's own query leaves them out (bench/frontier_bench.py).
+AGGREGATES = {
+    "episodes": "count(*)", "tasks": "count(DISTINCT task_id)",
+    "eval_covered": "count(DISTINCT task_id) FILTER (WHERE list_contains(?, task_id))",
+    "harness_unknown": "count(*) FILTER (WHERE app_version IS NULL)",
+    "off_server": "count(*) FILTER (WHERE env_url IS NULL OR NOT list_contains(?, env_url))",
+    "off_limits": "count(*) FILTER (WHERE max_turns IS DISTINCT FROM ? OR max_tokens IS DISTINCT FROM ?)",
+    "errored": f"count(*) FILTER (WHERE {HARNESS_ERROR})", "private": "count(*) FILTER (WHERE source = 'local')",
+    "first": "left(min(started)::VARCHAR, 10)", "last": "left(max(started)::VARCHAR, 10)",
+    "harness": "list(DISTINCT app_version ORDER BY app_version) FILTER (WHERE app_version IS NOT NULL)",
+    "servers": "list(DISTINCT coalesce(env_url, 'unknown') ORDER BY coalesce(env_url, 'unknown'))",
+    "turn_limits": "list(DISTINCT max_turns ORDER BY max_turns) FILTER (WHERE max_turns IS NOT NULL)",
+    "token_limits": "list(DISTINCT max_tokens ORDER BY max_tokens) FILTER (WHERE max_tokens IS NOT NULL)",
+    "switched": "count(*) FILTER (WHERE provider_switches > 0)", "switches": "coalesce(sum(provider_switches), 0)",
+    "error_rows": "coalesce(sum(errors), 0)",
+}
+VERDICT = ("episodes", "tasks", "eval_covered", "harness_unknown", "off_server", "off_limits", "errored", "private")
+_CARD_ONLY = {"first": None, "last": None, "harness": [], "servers": [], "turn_limits": [], "token_limits": [],
+              "switched": 0, "switches": 0, "error_rows": 0}
 
 
-def trust_columns(standard: Standard) -> tuple[str, list[Any]]:
-    """The card's aggregates over a model's rows (`t_<field>` for each of TRUST_FIELDS) and their parameters: a
-    part of the board's own query (rollouts.board), or of `trust_sql`'s."""
-    parts = [
-        "count(*)", "count(DISTINCT task_id)", "count(DISTINCT task_id) FILTER (WHERE list_contains(?, task_id))",
-        "left(min(started)::VARCHAR, 10)", "left(max(started)::VARCHAR, 10)",
-        "list(DISTINCT app_version ORDER BY app_version) FILTER (WHERE app_version IS NOT NULL)",
-        "count(*) FILTER (WHERE app_version IS NULL)",
-        "list(DISTINCT coalesce(env_url, 'unknown') ORDER BY coalesce(env_url, 'unknown'))",
-        "count(*) FILTER (WHERE env_url IS NULL OR NOT list_contains(?, env_url))",
-        "list(DISTINCT max_turns ORDER BY max_turns) FILTER (WHERE max_turns IS NOT NULL)",
-        "list(DISTINCT max_tokens ORDER BY max_tokens) FILTER (WHERE max_tokens IS NOT NULL)",
-        "count(*) FILTER (WHERE max_turns IS DISTINCT FROM ? OR max_tokens IS DISTINCT FROM ?)",
-        "count(*) FILTER (WHERE provider_switches > 0)", "coalesce(sum(provider_switches), 0)",
-        f"count(*) FILTER (WHERE {HARNESS_ERROR})", "coalesce(sum(errors), 0)",
-        "count(*) FILTER (WHERE source = 'local')"]
-    sql = ", ".join(f"{part} AS t_{field}" for part, field in zip(parts, TRUST_FIELDS, strict=True))
-    return sql, [list(standard.eval_tasks), list(standard.servers), standard.max_turns, standard.max_tokens]
+def trust_columns(standard: Standard, *, card: bool = True) -> tuple[str, list[Any]]:
+    """The aggregates over a model's rows (`t_<field>`) and their parameters, in the order they appear: every
+    field for the card, or (`card=False`) the VERDICT fields the marks need, as a part of the board's own query."""
+    fields = list(AGGREGATES) if card else list(VERDICT)
+    values = {"eval_covered": [list(standard.eval_tasks)], "off_server": [list(standard.servers)],
+              "off_limits": [standard.max_turns, standard.max_tokens]}
+    sql = ", ".join(f"{AGGREGATES[field]} AS t_{field}" for field in fields)
+    return sql, [value for field in fields for value in values.get(field, [])]
 
 
 def trust_sql(head: str, standard: Standard) -> tuple[str, list[Any]]:
@@ -106,10 +113,11 @@ def trust_sql(head: str, standard: Standard) -> tuple[str, list[Any]]:
 
 
 def trust_of(stat: dict[str, Any], battles: dict[str, int] | None = None) -> Trust:
-    """A model's Trust from a line of `trust_columns`' aggregates (its `model` and `t_<field>`s)."""
+    """A model's Trust from a line of `trust_columns`' aggregates (its `model` and `t_<field>`s; the card's own
+    fields empty when the line has only the verdict's)."""
     model = str(stat["model"])
-    return Trust(model, *(stat[f"t_{field}"] for field in TRUST_FIELDS),
-                 battles=None if battles is None else battles.get(model, 0))
+    facts = {field: stat.get(f"t_{field}", _CARD_ONLY.get(field)) for field in AGGREGATES}
+    return Trust(model=model, **facts, battles=None if battles is None else battles.get(model, 0))
 
 
 def trust(engine: IndexEngine, head: str, params: Sequence[Any], standard: Standard,
