@@ -195,7 +195,7 @@ def card_markdown(facts: Trust, standard: Standard, *, line: dict | None = None)
         ("errors", f"{facts.error_rows} recorded in {facts.errored} episode(s)" if facts.errored else "none"),
         ("records", "public" if not facts.private else f"{facts.private} only in the local folder"),
     ]
-    table = "| played under | |\n|---|---|\n" + "".join(f"| {k} | {v} |\n" for k, v in rows)
+    table = "| | how its episodes were played |\n|---|---|\n" + "".join(f"| {k} | {v} |\n" for k, v in rows)
     mark = f"\n**{PROVISIONAL}**: {why}.\n" if why else ""
     return f"{head}\n{mark}\n{table}"
 
