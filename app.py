@@ -112,7 +112,7 @@ def serve(demo: gr.Blocks, ctx: AppContext, **options: Any) -> FastAPI:
     server = FastAPI(lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     server.state.share_pages = pages
     server.include_router(pages.router)
-    server.include_router(BoardFiles(ctx).router)  # /board.json, /board.csv
+    server.include_router(BoardFiles(ctx, rasteriser=pages.raster).router)  # /board.json, .csv, .svg, .png
     server.add_middleware(RemoveWhenServed, downloads=ctx.downloads)  # a download goes once fetched
     demo.queue(default_concurrency_limit=8, max_size=128)
     # As launch() would on a Space: the app installable there (a manifest and icons), not elsewhere.

@@ -1,5 +1,5 @@
-"""`python -m agent board [--dir DIR] [--wide | --json] [--sort COLUMN] [--run RUN] [--snapshot [--dataset REPO]]`: the
-leaderboard of a folder.
+"""`python -m agent board [--dir DIR] [--wide | --json] [--sort COLUMN] [--run RUN] [--snapshot [--dataset REPO]]
+[--plot FILE.png|FILE.svg] [--card MODEL]`: the leaderboard of a folder.
 
 The same board as Browse and its API, arena figures included (rollouts.board, through the archive's read side,
 rollouts.archive.Archive.board), over every rollout of the folder (or of one run): the folder is left byte for byte
@@ -10,6 +10,10 @@ Markdown table (a run's board.md, without the arena's); `--json` one JSON object
 Browse's API gives (rollouts.board_text.board_json). The notes under the table (small samples, prices) are
 rollouts.board_text's, as Browse shows them. `--snapshot` is the one writer: today's board of every rollout in the
 folder and the battles of its ratings, as dated files (rollouts.board_files), pushed with `--dataset`.
+`--plot` writes the board's cost x reward frontier (rollouts.frontier, drawn by rollouts.board_plot, a PNG through
+rollouts.raster), the same figure as Browse's and `/board.png`; with `--json` it prints the figure's points.
+`--card MODEL` prints that model's reproducibility card (rollouts.board_trust) against the app's standard
+(catalog.standard): verified, or which condition fails; provisional, or not.
 """
 
 from __future__ import annotations
@@ -46,6 +50,10 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                               "boards/<YYYY-MM-DD>.jsonl and battles/<YYYY-MM-DD>.jsonl in the folder, instead of printing it")
     command.add_argument("--dataset", help="with --snapshot: push the folder's new files to this Hub dataset "
                                            "(needs HF_TOKEN)")
+    command.add_argument("--plot", type=Path, metavar="FILE",
+                         help="write the cost x reward frontier to FILE (.png, 1200x630, or .svg)")
+    command.add_argument("--card", metavar="MODEL", help="print one model's reproducibility card (verified or not, "
+                                                         "and why)")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -57,7 +65,13 @@ def main(args: argparse.Namespace) -> int:
     from rollouts.board_text import board_document, board_json, board_terminal
     from rollouts.filters import Filters
 
+    if args.plot is not None and args.plot.suffix.lower() not in (".png", ".svg"):
+        print(f"error: --plot writes a .png or an .svg file, not {args.plot.name!r}", file=sys.stderr)
+        return 2
+    from catalog.standard import default_standard
+
     archive = Archive.of_folder(root)
+    archive.standard = default_standard()
     if args.snapshot:
         return _snapshot(archive, root, args.dataset)
     if args.dataset:
@@ -65,6 +79,10 @@ def main(args: argparse.Namespace) -> int:
         return 2
     lines = sort_board(archive.board(Filters(), same_tasks=args.same_tasks, run=args.run), args.sort,
                        descending=not args.ascending)
+    if args.card is not None:
+        return _card(archive, args, lines)
+    if args.plot is not None:
+        return _plot(lines, args.plot, as_json=args.json)
     if args.json:
         for item in board_json(lines):
             print(json.dumps(item, ensure_ascii=False))
@@ -105,4 +123,41 @@ def _snapshot(archive: Archive, root: Path, dataset: str | None) -> int:
               "the next push takes them", file=sys.stderr)
         return 1
     print(f"pushed to {dataset}")
+    return 0
+
+
+def _plot(lines: list[dict], path: Path, *, as_json: bool) -> int:
+    """The frontier to `path` (PNG or SVG by its suffix); its points as JSON lines with `as_json`."""
+    from rollouts.board_plot import frontier_svg, subtitle
+    from rollouts.frontier import frontier, point_json
+
+    figure = frontier(lines)
+    svg = frontier_svg(figure, subtitle=subtitle(lines))
+    if path.suffix.lower() == ".png":
+        from rollouts.raster import svg_png
+
+        body = svg_png(svg)
+    else:
+        body = svg.encode("utf-8")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(body)
+    if as_json:
+        for point in figure.points:
+            print(json.dumps(point_json(point), ensure_ascii=False))
+    names = ", ".join(p.model for p in figure.frontier) or "none"
+    print(f"wrote {path}: {len(figure.points)} models placed, on the frontier: {names}", file=sys.stderr)
+    return 0
+
+
+def _card(archive: Archive, args: argparse.Namespace, lines: list[dict]) -> int:
+    """One model's reproducibility card, or a clear error naming the models there are."""
+    from rollouts.board_trust import card_markdown
+    from rollouts.filters import Filters
+
+    facts = archive.trust(Filters(), same_tasks=args.same_tasks, run=args.run).get(args.card)
+    if facts is None or archive.standard is None:
+        known = ", ".join(line["model"] for line in lines) or "none"
+        print(f"error: no model {args.card!r} on this board (models: {known})", file=sys.stderr)
+        return 2
+    print(f"# {args.card}\n\n{card_markdown(facts, archive.standard)}")
     return 0

@@ -67,7 +67,7 @@ def commands(folder: Path, out: Path) -> dict[str, list[str]]:
 
 
 def timed(command: list[str], cwd: Path, folder: Path) -> float:
-    env = {**os.environ, "PYTHONPATH": str(cwd), "ROLLOUT_DIR": str(folder)}
+    env = {**os.environ, "PYTHONPATH": str(cwd), "ROLLOUT_DIR": str(folder), "HF_HUB_OFFLINE": "1"}
     env.pop("HF_TOKEN", None)
     started = time.perf_counter()
     done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)

@@ -33,8 +33,10 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
 from rollouts import board as boards
+from rollouts import board_trust
 from rollouts import ratings as arena_ratings
 from rollouts.annotations import read_flags
+from rollouts.board_trust import Standard, Trust
 from rollouts.convergence import convergence
 from rollouts.filters import PAGE_SIZE, Filters, order_by
 from rollouts.index.copies import COPY_ROWS
@@ -81,6 +83,9 @@ class Archive:
                  local_every_s: float = LOCAL_EVERY_S, copy_rows: int = COPY_ROWS, hold_rows: int = HOLD_ROWS) -> None:
         self.local = local
         self.remotes = list(remotes)
+        # What a verified model is played under (rollouts.board_trust); set by whoever opens the archive, since its
+        # values are the agent's and the catalog's (catalog.standard). None: no board line is marked verified.
+        self.standard: Standard | None = None
         self.local_every_s = local_every_s
         self.version = 0
         self._tables: dict[str, pa.Table | None] = {}
@@ -315,7 +320,18 @@ class Archive:
         where, params = self._where_run(filters, run)
         return self._remembered(self._key("board", same_tasks, run, filters=filters),
                                 lambda: boards.board(self.engine, where, params, same_tasks=same_tasks,
-                                                     rated=self.ratings(filters, run=run)))
+                                                     rated=self.ratings(filters, run=run), standard=self.standard))
+
+    def trust(self, filters: Filters, *, same_tasks: bool = False, run: str | None = None) -> dict[str, Trust]:
+        """Each model's reproducibility card (rollouts.board_trust) over the board's rows; empty without a
+        standard."""
+        if self.standard is None:
+            return {}
+        where, params = self._where_run(filters, run)
+        battles = {r.model: r.battles for r in self.ratings(filters, run=run)}
+        head = boards.matched(where, same_tasks, None)
+        return self._remembered(self._key("trust", same_tasks, run, filters=filters),
+                                lambda: board_trust.trust(self.engine, head, params, self.standard, battles))
 
     def ratings(self, filters: Filters, *, run: str | None = None) -> list[arena_ratings.Rating]:
         """The arena ratings (rollouts.ratings) over the filtered rows: one query of task x model cells in the

@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rollouts.board_trust import Standard, marks, trust_columns, trust_of
 from rollouts.filters import FRAME_ORDER
-from rollouts.sample_size import has_interval, ranked
+from rollouts.sample_size import PROVISIONAL, has_interval, provisional_why, ranked
 from rollouts.schema import TIERS
 
 if TYPE_CHECKING:  # the engine (and DuckDB) is the caller's: `python -m agent board --help` needs neither
@@ -62,7 +63,10 @@ class Figure:
         return self.page or str(self.header)
 
     @property
-    def page_digits(self) -> int:
+    def page_digits(self) -> int | None:
+        """The digits Browse rounds it to; None for a text figure (shown as it is)."""
+        if self.shown == "text":
+            return None
         return self.digits if self.digits is not None else {"int": 0, "0": 0, "1": 1, "%": 0, "$": 4}.get(
             self.shown, 3)
 
@@ -70,7 +74,9 @@ class Figure:
 UNRATED = "unrated"  # in the arena interval's place on Browse; the notes under the board say why
 # An arena figure's column -> its field of rollouts.ratings.Rating.
 ARENA_FIELDS = {"arena": "rating", "arena_low": "ci_low", "arena_high": "ci_high", "arena_rank": "rank",
-                "arena_note": "note"}
+                "arena_note": "note", "arena_battles": "battles"}
+# The trust marks (rollouts.board_trust): "verified", "provisional", both or blank, on every line.
+MARK = "mark"
 # pass^k (tau-bench's reliability over repeats): the chance that all k tries of a task succeed, estimated without
 # bias from a task's n tries of which c succeeded as C(c,k)/C(n,k) (the share of its k-subsets of tries that all
 # succeed), averaged over the model's tasks with at least k tries; None (blank, null) when no task has k tries,
@@ -106,12 +112,15 @@ def pass_k_figures() -> list[Figure]:
 # One order for every door: Browse's board, the Markdown tables, the JSON.
 FIGURES: tuple[Figure, ...] = (
     Figure("n", "count(*)", "n", "int", width="56px"),
+    Figure(MARK, None, "mark", "text", width="132px"),
+    Figure("tasks", "count(DISTINCT task_id)", "tasks", "int", width="64px"),
     Figure("mean_reward", "avg(reward)", "mean reward (95% CI)", interval=("ci_low", "ci_high"),
            page="mean reward", width="112px", page_interval=("95% CI", "120px")),
     Figure("arena", None, "arena (95% CI)", "0", ("arena_low", "arena_high"), page="arena", width="72px",
            page_interval=("arena 95% CI", "128px"), unknown=UNRATED),
     Figure("arena_rank", None, "arena rank", "int", width="108px"),
     Figure("arena_note", None, None, "text", page=None),
+    Figure("arena_battles", None, "battles", "int", page=None),
     *[Figure(f"mean_{t}", f"avg(reward) FILTER (WHERE difficulty = '{t}')", t, width="86px") for t in TIERS],
     Figure("beat_naive_pct", "100.0 * avg(beat_naive::DOUBLE)", "beat naive (95% CI)", "%",
            ("beat_naive_low", "beat_naive_high"), page="beat naive %", width="116px"),
@@ -157,20 +166,24 @@ def figure_kinds(figures: Sequence[Figure] | None = None) -> dict[str, type]:
 def columns(*, rated: bool = False) -> list[str]:
     """The columns of the board's lines: the model, the aggregates, the intervals; with `rated`, the arena's too."""
     arena = [name for name in ARENA_FIELDS if rated]
-    return ["model", *(f.name for f in aggregates()), *INTERVALS, *arena]
+    return ["model", *(f.name for f in aggregates()), *INTERVALS, MARK, *arena]
 
 
 
 def board(engine: IndexEngine, where: str = "true", params: Sequence[Any] = (), *, same_tasks: bool = False,
-          latest: int | None = None, rated: Sequence[Rating] | None = None) -> list[dict]:
+          latest: int | None = None, rated: Sequence[Rating] | None = None,
+          standard: Standard | None = None) -> list[dict]:
     """One line per model over the rows matching `where` (`columns()`; unknown figures are NaN), best mean reward
     first. `same_tasks`: only the tasks every model played; `latest`: only the newest N rows of each model and
     task; `rated`: the arena ratings (rollouts.ratings) to join, each line then carrying ARENA_FIELDS (None for a
-    model without a rating)."""
-    head = _matched(where, same_tasks, latest)
+    model without a rating); `standard`: what a verified model is played under (rollouts.board_trust), without
+    which no line is marked verified. Every line's MARK says "verified", "provisional", both or nothing."""
+    head = matched(where, same_tasks, latest)
     kept = columns()
+    # The card's aggregates ride in the same query: one scan of the rows for the figures and the marks.
+    card, card_params = trust_columns(standard, card=False) if standard is not None else ("", [])
     with engine.lock:
-        answer = engine.sql(_board_sql(head), params)
+        answer = engine.sql(_board_sql(head, card), [*params, *card_params])
         names = [d[0] for d in answer.description]
         lines = [dict(zip(names, row, strict=True)) for row in answer.fetchall()]
         # The bootstrap's episodes: every row of a small model; the priced rows of a large one with few priced.
@@ -186,14 +199,23 @@ def board(engine: IndexEngine, where: str = "true", params: Sequence[Any] = (), 
     for stat in lines:
         drawn = samples.get(stat["model"])
         line = {name: _number(stat[name]) for name in kept if name in stat and name != "model"}
-        out.append({"model": str(stat["model"]), **line, "n": int(stat["n"]), "no_submit": int(stat["no_submit"]),
+        out.append({"model": str(stat["model"]), **line, "n": int(stat["n"]), "tasks": int(stat["tasks"]),
+                    "no_submit": int(stat["no_submit"]),
                     **intervals(stat, drawn)})
+    battles = None if rated is None else {r.model: r.battles for r in rated}
+    trusts = {str(stat["model"]): trust_of(stat, battles) for stat in lines} if standard is not None else {}
+    for line in out:
+        facts = trusts.get(line["model"])
+        line[MARK] = marks(facts, standard) if facts is not None else (
+            PROVISIONAL if provisional_why(int(_number(line["tasks"], 0)), None if battles is None else
+                                           battles.get(line["model"], 0)) else "")
     return sort_board(out if rated is None else with_ratings(out, rated), "mean_reward")
 
 
-def _board_sql(head: str) -> str:
-    """One query for every aggregate figure: those over a model's rows, joined to those over its TASK_COUNTS."""
-    over_rows = ", ".join(f"{f.sql} AS {f.name}" for f in aggregates() if f.over == "rows")
+def _board_sql(head: str, card: str = "") -> str:
+    """One query for every aggregate figure: those over a model's rows (and `card`, the reproducibility card's
+    aggregates, when asked), joined to those over its TASK_COUNTS."""
+    over_rows = ", ".join([*(f"{f.sql} AS {f.name}" for f in aggregates() if f.over == "rows"), *([card] if card else [])])
     over_tasks = ", ".join(f"{f.sql} AS {f.name}" for f in aggregates() if f.over == "tasks")
     rows = f"SELECT model, {over_rows}, {_MOMENTS} FROM m GROUP BY model"
     if not over_tasks:
@@ -209,7 +231,7 @@ def with_ratings(lines: list[dict], rated: Sequence[Rating]) -> list[dict]:
                         for column, field in ARENA_FIELDS.items()}} for line in lines]
 
 
-def _matched(where: str, same_tasks: bool, latest: int | None) -> str:
+def matched(where: str, same_tasks: bool, latest: int | None) -> str:
     """A WITH clause naming the board's rows `m`: the filtered rows, on the tasks every model played if asked."""
     rows = f"SELECT * FROM rollouts WHERE ({where}) AND model IS NOT NULL"
     if latest is not None:

@@ -12,8 +12,16 @@ from typing import Any
 
 from rollouts import board as boards
 from rollouts.board import Figure
+from rollouts.board_trust import VERIFIED, VERIFIED_NOTE
 from rollouts.prices import price_table
-from rollouts.sample_size import TOO_SMALL, board_rank_note, interval_note, ranked
+from rollouts.sample_size import (
+    PROVISIONAL,
+    TOO_SMALL,
+    board_rank_note,
+    interval_note,
+    provisional_note,
+    ranked,
+)
 from rollouts.schema import TIERS
 
 # The compact board: who, how many, how well (with its interval), per tier, how often feasible. Its widest line is
@@ -82,7 +90,7 @@ def board_document(lines: list[dict]) -> str:
     the notes on small samples and the prices."""
     arena = ["arena: a Bradley–Terry rating from every task two models both played, with a 95% interval over "
              "resamples of the tasks; `python -m agent ratings` says why a model has none"] \
-        if any(f.sql is None for f in carried(lines)) else []
+        if any(f.name in boards.ARENA_FIELDS for f in carried(lines)) else []
     notes = "".join(f"{note}.\n" for note in [*board_notes(lines), *arena])
     return board_markdown(lines) + "\n" + notes + price_note()
 
@@ -131,6 +139,10 @@ def board_notes(lines: list[dict], *, pass_k: bool = True) -> list[str]:
     small = [str(line["model"]) for line in lines if not ranked(int(line["n"]))]
     if small:
         notes.append(board_rank_note(small, everyone=len(small) == len(lines)))
+    if any(PROVISIONAL in str(line.get(boards.MARK) or "") for line in lines):
+        notes.append(provisional_note())
+    if any(VERIFIED in str(line.get(boards.MARK) or "") for line in lines):
+        notes.append(VERIFIED_NOTE)
     return notes + [note for note in [pass_k_note(lines)] if note and pass_k]
 
 

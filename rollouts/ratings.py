@@ -50,7 +50,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from rollouts.sample_size import MIN_RANKED, arena_minimum, arena_too_few
+from rollouts.sample_size import (
+    MIN_RANKED,
+    PROVISIONAL,
+    arena_minimum,
+    arena_too_few,
+    provisional_note,
+    provisional_why,
+)
 
 if TYPE_CHECKING:  # the caller's connection: the dataset card reads this module's battle columns, without DuckDB
     import duckdb
@@ -350,6 +357,7 @@ def ratings_json(lines: Sequence[Rating]) -> list[dict]:
         item = asdict(line)
         for key in ("rating", "ci_low", "ci_high"):
             item[key] = None if item[key] is None else round(item[key], 1)
+        item[PROVISIONAL] = provisional_why(None, line.battles) is not None
         out.append(item)
     return out
 
@@ -378,13 +386,16 @@ def ratings_notes(lines: Sequence[Rating], anchor: str = ANCHOR) -> list[str]:
                          "intervals overlap, so the data cannot say which is ahead")
     notes += [f"{r.model}: {r.note} ({r.battles} battle{'s' * (r.battles != 1)})" for r in lines
               if r.rating is None and r.note]
+    if any(provisional_why(None, r.battles) for r in rated):
+        notes.append(provisional_note())
     return notes
 
 
 def ratings_markdown(lines: Sequence[Rating]) -> str:
     """The ratings as a Markdown table, then the notes (`ratings_notes`), one a line."""
     rows = ["| rank | model | rating (95% CI) | battles | wins | losses | ties |", "|---:|---|---:|---:|---:|---:|---:|"]
-    rows += [f"| {r.rank} | {r.model} | {r.rating:.0f} ({r.ci_low:.0f}-{r.ci_high:.0f}) | {r.battles} | {r.wins} "
+    rows += [f"| {r.rank} | {r.model} | {r.rating:.0f} ({r.ci_low:.0f}-{r.ci_high:.0f})"
+             f"{' ' + PROVISIONAL if provisional_why(None, r.battles) else ''} | {r.battles} | {r.wins} "
              f"| {r.losses} | {r.ties} |" for r in lines if r.rating is not None]
     notes = ratings_notes(lines)
     return "\n".join([*rows, *([""] if notes else []), *notes]) + "\n"

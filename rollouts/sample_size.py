@@ -13,6 +13,12 @@ MIN_INTERVAL_EPISODES = 2
 # arena, fewer tasks with a battle (no rating, no rank). Five tasks is where a bootstrap over tasks starts to vary.
 MIN_RANKED = 5
 TOO_SMALL = "n too small"  # what an interval's place says instead
+# Below either of these a model's standing is provisional (LMArena's word for a score short of votes): shown on the
+# board (its `mark`), in the ratings and on its reproducibility card. Twenty tasks is two fifths of the eval week;
+# fifty battles is where the arena's interval narrows to a few dozen points.
+PROVISIONAL_TASKS = 20
+PROVISIONAL_BATTLES = 50
+PROVISIONAL = "provisional"
 
 
 def has_interval(n: int) -> bool:
@@ -47,3 +53,18 @@ def arena_too_few(tasks: int) -> str:
     """The note of a model the arena does not rate for want of tasks."""
     return (f"no rating: battles on {tasks} task{'s' * (tasks != 1)}; a rating needs at least {MIN_RANKED} tasks "
             "shared with another model")
+
+
+def provisional_why(tasks: int | None, battles: int | None) -> str | None:
+    """Why a model on `tasks` tasks with `battles` arena battles (either None: not counted) is provisional; None
+    when it is not."""
+    short = [f"{tasks} task{'s' * (tasks != 1)} (fewer than {PROVISIONAL_TASKS})"
+             if tasks is not None and tasks < PROVISIONAL_TASKS else "",
+             f"{battles} battle{'s' * (battles != 1)} (fewer than {PROVISIONAL_BATTLES})"
+             if battles is not None and battles < PROVISIONAL_BATTLES else ""]
+    return " and ".join(s for s in short if s) or None
+
+
+def provisional_note() -> str:
+    return (f"{PROVISIONAL}: fewer than {PROVISIONAL_TASKS} tasks played or fewer than {PROVISIONAL_BATTLES} arena "
+            "battles fought; read its place as a first look")

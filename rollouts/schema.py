@@ -229,6 +229,12 @@ COLUMNS: dict[str, type] = {
     # The final plan graded again under a later grader (rollouts.regrade); null until a regrade is written.
     "regrade_reward": float,
     "regrade_feasible": bool,
+    # How the episode was played, for the board's reproducibility card (rollouts.board_trust): the harness's
+    # version, the turn and token limits, and how many provider fallbacks it took (null: not recorded).
+    "app_version": str,
+    "max_turns": int,
+    "max_tokens": int,
+    "provider_switches": int,
 }
 # Every source's name (an index row's `source`), in precedence order: an episode found in several is the first
 # one's row; a row of the local folder that is also on the Hub is labelled `local+hub` (the labels Browse's
@@ -326,6 +332,7 @@ def index_row(record: dict, path: str) -> dict[str, Any]:
         "path": path,
         **episode_metrics(record),
         **regrade_cells(record),
+        **played_under(record),
     }
     return {name: coerce_cell(row[name], kind) for name, kind in COLUMNS.items()}
 
@@ -335,6 +342,14 @@ def regrade_cells(record: dict) -> dict[str, Any]:
     regrade = _dict(record.get("regrade"))
     grade = _dict(regrade.get("grade"))
     return {"regrade_reward": regrade.get("reward"), "regrade_feasible": grade.get("feasible")}
+
+
+def played_under(record: dict) -> dict[str, Any]:
+    """The index cells of how an episode was played (the reproducibility card's): null where not recorded."""
+    limits, switches = _dict(record.get("limits")), record.get("provider_switches")
+    return {"app_version": record.get("app_version"), "max_turns": limits.get("max_turns"),
+            "max_tokens": limits.get("max_tokens"),
+            "provider_switches": len(switches) if isinstance(switches, list) else 0}
 
 
 def _dict(value: Any) -> dict:

@@ -8,7 +8,9 @@ idle with the task preview, mid-run (a `baseline:hasty` episode after its first 
 finished; the Arena: idle, two baselines racing, the verdict and the vote (a random pair on the phone), the match's
 link opened afresh; Browse: the
 list, a rollout opened by its share link, a compare and the leaderboard (on a folder of realistic rollouts from
-testkit), the open rollout's flags on its steps with the form to add one (`flags`), and the leaderboard with a one-episode `human` beside baselines of many (`board`); Play: a task picked,
+testkit), the open rollout's flags on its steps with the form to add one (`flags`), the leaderboard with a
+one-episode `human` beside baselines of many (`board`), its cost x reward frontier and a model's reproducibility card
+(`frontier`); Play: a task picked,
 a checked draft with its violations, the submitted optimum; a rollout's share page, `/r/<id>` (a real
 `baseline:hasty` episode, played on the embedded server); the Run tab refusing a mistyped baseline (`typo`).
 Each screen is a function below, so a new one is one more function in SCREENS.
@@ -116,6 +118,30 @@ def board_screens(page: Page, url: str, out: Path, size: str) -> list[Path]:
     return [_shot(page, out / f"board-small-sample-{size}.png")]
 
 
+def frontier_screens(page: Page, url: str, out: Path, size: str) -> list[Path]:
+    """The leaderboard's cost x reward frontier with a point's hover (a tap on the phone), then a model's
+    reproducibility card opened under the board."""
+    page.goto(f"{url}?tab=browse&view=board")
+    plot = page.locator("#frontier .js-plotly-plot")
+    expect(plot).to_be_visible(timeout=30000)
+    page.wait_for_timeout(800)
+    plot.scroll_into_view_if_needed()
+    point = page.locator("#frontier .scatterlayer .trace:nth-child(2) .point").first
+    box = point.bounding_box()
+    if box is not None:  # a hover on the desktop; on a phone a tap gives the same label
+        page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.wait_for_timeout(500)
+    saved = [_shot(page, out / f"board-frontier-{size}.png")]
+    page.locator("#card-pick").scroll_into_view_if_needed()
+    page.locator("#card-pick input").click()
+    page.get_by_role("option", name="anthropic:claude-sonnet-5-5@high", exact=True).click()
+    expect(page.locator("#model-card")).to_contain_text("harness", timeout=20000)
+    page.locator("#card-pick").evaluate("e => e.scrollIntoView({block: 'start'})")
+    page.wait_for_timeout(400)
+    saved.append(_shot(page, out / f"board-card-{size}.png"))
+    return saved
+
+
 def arena_screens(page: Page, url: str, out: Path, size: str) -> list[Path]:
     """The Arena: idle, both sides racing (after the hasty side's first check found broken ships), the verdict with
     the vote. On a laptop a named match; on a phone a random pair, names hidden until the vote."""
@@ -210,6 +236,7 @@ def flags_screens(page: Page, url: str, out: Path, size: str) -> list[Path]:
 
 SCREENS: dict[str, Callable[[Page, str, Path, str], list[Path]]] = {"run": run_screens, "arena": arena_screens,
                                                                     "browse": browse_screens, "board": board_screens,
+                                                                    "frontier": frontier_screens,
                                                                     "play": play_screens, "share": share_screens,
                                                                     "typo": typo_screens, "flags": flags_screens}
 PLAYED = "dock-24B-w06x1-busy-0"

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent.netguard import ServerPolicy
+from catalog.standard import default_standard
 from catalog.task_dataset import TaskDataset, dataset_from_env, serve_tasks_dataset
 from catalog.tasks import PUBLIC_SERVER, TaskChoice, embedded_catalog, task_for
 from live.budget import BudgetLimits, SpendBudget
@@ -148,6 +149,7 @@ class AppContext:
         archive = Archive.from_settings(store.root, dataset=settings.dataset, public_rollouts=settings.public_rollouts,
                                         token=settings.hub_token)
         archive.withheld = matches.withheld_episodes  # the one rule for "is this episode public yet"
+        archive.standard = default_standard()  # what a verified model on the board was played under
         store.hold_back(matches.withheld_episodes)  # ...which the pusher asks too, so the dataset waits as well
         archive.refresh_local(force=True)
         archive.start_remote()  # the Hub sources load while the first visitor arrives

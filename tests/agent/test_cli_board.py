@@ -28,8 +28,8 @@ from testkit.hand_records import age, feasible, hand_record, infeasible
 ROOT = Path(__file__).resolve().parents[2]
 A, B = "anthropic:claude-sonnet-5-5", "baseline:greedy"
 # The keys of `--json`, in order, the same as Browse's `/browse_leaderboard` gives (README "The leaderboard").
-JSON_KEYS = ["model", "n", "mean_reward", "ci_low", "ci_high", "arena", "arena_low", "arena_high", "arena_rank",
-             "arena_note", "mean_standard", "mean_busy", "mean_storm", "mean_extreme", "beat_naive_pct",
+JSON_KEYS = ["model", "n", "mark", "tasks", "mean_reward", "ci_low", "ci_high", "arena", "arena_low", "arena_high",
+             "arena_rank", "arena_note", "arena_battles", "mean_standard", "mean_busy", "mean_storm", "mean_extreme", "beat_naive_pct",
              "beat_naive_low", "beat_naive_high", "feasible_pct", "optimal_pct",
              *(f"pass{k}_feasible_pct" for k in (1, 2, 3, 4)), *(f"pass{k}_within10_pct" for k in (1, 2, 3, 4)),
              *(f"pass{k}_tasks" for k in (1, 2, 3, 4)), "no_submit",

@@ -10,7 +10,7 @@ import pytest
 
 from rollouts.board import BOOTSTRAP_MAX_EPISODES, BOOTSTRAP_RESAMPLES, aggregates, sort_board
 from rollouts.board_text import TERMINAL_COLUMNS, board_compact, board_markdown, board_notes
-from rollouts.sample_size import MIN_RANKED
+from rollouts.sample_size import MIN_RANKED, provisional_note
 from testkit.boards import board_of, by_model
 
 
@@ -79,8 +79,8 @@ def test_latest_keeps_the_newest_rows_of_each_model_and_task():
 def test_board_markdown_has_one_line_per_model():
     text = board_markdown(board_of([row("a", "t1", 0.75), row("b", "t1", 0.25)]))
     lines = text.strip().splitlines()
-    assert lines[0].startswith("| model | n | mean reward (95% CI)") and len(lines) == 4
-    assert lines[2].startswith("| a | 1 | 0.750 (n too small) |")  # one episode is no interval
+    assert lines[0].startswith("| model | n | mark | tasks | mean reward (95% CI)") and len(lines) == 4
+    assert lines[2].startswith("| a | 1 | provisional | 1 | 0.750 (n too small) |")  # one episode is no interval
     assert "- (" not in text and "(---)" not in text  # an unknown figure is a plain "-"
 
 
@@ -101,8 +101,9 @@ def test_one_episode_has_no_interval_and_a_small_model_is_listed_after_the_ranke
     notes = board_notes(lines, pass_k=False)  # pass^k's note: tests/rollouts/test_pass_k.py
     assert notes == ["n too small: no interval from fewer than 2 episodes",
                      f"fewer than {MIN_RANKED} episodes, so listed last and unranked (no arena rating or rank): "
-                     "human, pair"]
-    assert board_notes(board_of(rows[1:MIN_RANKED + 4]), pass_k=False) == []  # nothing small, nothing to say
+                     "human, pair", provisional_note()]  # on fewer than 20 tasks: provisional
+    # large enough to rank, on too few tasks to be settled
+    assert board_notes(board_of(rows[1:MIN_RANKED + 4]), pass_k=False) == [provisional_note()]
 
 
 def test_the_compact_board_fits_a_100_column_terminal_and_shows_unknowns_as_a_dash():

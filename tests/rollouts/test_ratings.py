@@ -195,11 +195,11 @@ def test_ratings_json_has_the_cli_keys():
     items = ratings_json(lines)
     assert [item["model"] for item in items] == ["b", ANCHOR, "c"]
     assert set(items[0]) == {"model", "rating", "ci_low", "ci_high", "rank", "battles", "wins", "losses", "ties",
-                             "note"}
+                             "note", "provisional"}
     # Resamples that drew the tie twice put b at 1000 too: its interval touches the anchor's, not wholly above.
     assert items[0]["ci_low"] == 1000.0 and items[0]["rank"] == 1
     assert items[1] == {"model": ANCHOR, "rating": 1000.0, "ci_low": 1000.0, "ci_high": 1000.0, "rank": 1,
-                        "battles": 2, "wins": 0, "losses": 1, "ties": 1, "note": None}
+                        "battles": 2, "wins": 0, "losses": 1, "ties": 1, "note": None, "provisional": True}
     assert items[0]["rating"] == round(items[0]["rating"], 1) and items[0]["rating"] > 1000
     assert items[2]["rating"] is None and items[2]["note"].startswith("no rating")
     assert ratings(cells()) == [] and ratings_json([]) == []
@@ -257,3 +257,12 @@ def test_the_cells_query_runs_on_the_browse_index_view_with_its_filters():
     assert got.keys() == expected.keys() and len(got) > 10
     assert all(got[key] == pytest.approx(sum(values) / len(values)) for key, values in expected.items())
     assert {line.model for line in ratings(table)} == {"baseline:naive", "baseline:greedy"}
+
+
+def test_a_rating_of_fewer_than_fifty_battles_is_provisional_in_the_json_the_table_and_the_notes():
+    lines = ratings(cells(("t1", ANCHOR, 0.2), ("t1", "b", 0.8), ("t2", ANCHOR, 0.5), ("t2", "b", 0.5)),
+                    min_tasks=1)
+    assert all(item["provisional"] for item in ratings_json(lines))
+    table = ratings_markdown(lines)
+    assert " provisional |" in table
+    assert "provisional: fewer than 20 tasks played or fewer than 50 arena battles fought" in table

@@ -7,12 +7,14 @@ import csv
 import io
 import json
 import math
+import xml.etree.ElementTree as ET
 
 import httpx
 import pytest
 
 from batch.cli import main
 from rollouts.board_files import today
+from rollouts.frontier import frontier, point_json
 from rollouts.hub_push import dataset_files
 from rollouts.store import RolloutStore
 from testkit.app import launched_app
@@ -55,7 +57,8 @@ def test_the_filters_are_browses_url_keys_and_a_bad_one_is_refused(world):
     [line] = get(world, f"board.json?model={A}").json()
     assert line == next(item for item in only_a if item["model"] == A) | {"arena": None, "arena_low": None,
                                                                            "arena_high": None, "arena_rank": None,
-                                                                           "arena_note": line["arena_note"]}
+                                                                           "arena_note": line["arena_note"],
+                                                                           "arena_battles": line["arena_battles"]}
     assert [item["model"] for item in get(world, f"board.json?model={A}&model={B}&tab=browse&view=board").json()] \
         == [A, B]
     refused = get(world, "board.csv?tier=hurricane")
@@ -129,3 +132,38 @@ def test_a_snapshot_with_a_dataset_is_pushed(tmp_path, capsys, monkeypatch):
     assert main(["board", "--dir", str(tmp_path), "--snapshot", "--dataset", "arena/rollouts"]) == 2
     assert "needs HF_TOKEN" in capsys.readouterr().err
     assert main(["board", "--dir", str(tmp_path), "--dataset", "arena/rollouts"]) == 2
+
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def test_board_svg_and_png_are_the_frontier_cached_by_their_etag(world):
+    svg = get(world, "board.svg")
+    assert svg.status_code == 200 and svg.headers["content-type"] == "image/svg+xml"
+    words = "".join(ET.fromstring(svg.text).itertext())
+    assert all(model in words for model in (A, B, FORMULA)) and "$0" in words
+    png = get(world, "board.png")
+    assert png.status_code == 200 and png.headers["content-type"] == "image/png" and png.content[:8] == PNG
+    assert (int.from_bytes(png.content[16:20], "big"), int.from_bytes(png.content[20:24], "big")) == (1200, 630)
+    for path, answer in (("board.svg", svg), ("board.png", png)):
+        assert answer.headers["cache-control"] == "public, max-age=60"
+        again = get(world, path, **{"If-None-Match": answer.headers["etag"]})
+        assert again.status_code == 304 and again.content == b""
+    only_a = "".join(ET.fromstring(get(world, f"board.svg?model={A}").text).itertext())
+    assert A in only_a and B not in only_a
+
+
+def test_the_frontier_points_are_the_boards_figures_in_the_cli_and_the_api(world, capsys, tmp_path):
+    """`board --plot --json` prints the figure's points; they are the board's figures, and the API's board gives
+    the same points."""
+    assert main(["board", "--dir", str(world.root), "--plot", str(tmp_path / "f.svg"), "--json"]) == 0
+    points = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    board = {item["model"]: item for item in get(world, "board.json").json()}
+    assert {p["model"] for p in points} >= {A, B}  # a priced model and a free one (FORMULA's is priced too)
+    assert points == [point_json(p) for p in frontier(list(board.values())).points]
+    for point in points:
+        line = board[point["model"]]
+        assert point["mean_reward"] == line["mean_reward"] and point["ci_low"] == line["ci_low"]
+        assert point["usd_per_episode"] == (0.0 if point["free"] else line["usd_per_episode"])
+    written = ET.parse(tmp_path / "f.svg").getroot()
+    assert all(point["model"] in "".join(written.itertext()) for point in points)

@@ -145,6 +145,21 @@ def test_leaderboard_per_model_and_on_the_same_tasks(world, data):
     assert sum(row["n"] for row in same) == expected_n
 
 
+def test_a_models_card_in_the_api_names_what_fails(world, data):
+    _, _, client = world
+    board = {row["model"]: row for row in client.predict(api_name="/browse_leaderboard")}
+    local = data["local"][0]["model"]
+    card = client.predict(card_of=local, api_name="/browse_model_card")
+    assert card["model"] == local and card["verified"] is False and board[local]["mark"] != "verified"
+    assert any(reason.startswith("not every eval task played") for reason in card["failing"])
+    assert card["provisional"] and "| harness |" in card["card"]
+    assert card["provisional"].split(" (")[0].split()[0] == str(board[local]["tasks"])  # "<n> task(s)"
+    missing = client.predict(card_of="nobody:here", api_name="/browse_model_card")
+    assert missing["verified"] is False and "No model nobody:here" in missing["card"]
+    with pytest.raises(Exception, match="card_of: name a model"):
+        client.predict(card_of=" ", api_name="/browse_model_card")
+
+
 def test_records_open_from_every_source(world, data):
     _, _, client = world
     rows = by_id(client.predict(api_name="/browse_rollouts", page_size=500))
@@ -235,7 +250,8 @@ def test_only_the_deliberate_endpoints_are_public(world):
     _, _, client = world
     api = client.view_api(print_info=False, return_format="dict")
     names = set(api["named_endpoints"])
-    browse = {"/browse_rollouts", "/browse_leaderboard", "/browse_record", "/flag_step", "/hide_flag"}
+    browse = {"/browse_rollouts", "/browse_leaderboard", "/browse_record", "/browse_model_card", "/flag_step",
+              "/hide_flag"}
     assert browse <= names
     # The Run tab's, the Arena's and the Play tab's, nothing else.
     assert names - browse <= {"/run", "/rollout", "/stop", "/arena_start", "/arena_match", "/arena_vote",

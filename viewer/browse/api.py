@@ -20,6 +20,7 @@ from rollouts.archive import REMOTE_WAIT_S, RolloutNotFound
 from rollouts.board_text import board_json
 from rollouts.filters import FILTERS, PAGE_SIZE, SORTABLE, Filters
 from rollouts.sources import SourceError
+from viewer.browse.model_card import card_facts
 from viewer.context import AppContext
 
 MAX_PAGE_SIZE = 500
@@ -86,6 +87,19 @@ def browse_leaderboard(ctx: AppContext, filters: Filters, same_tasks: bool = Fal
     it; as `python -m agent ratings`).
     same_tasks: only tasks every model played (the arena rating always uses every task two models both played)."""
     return board_json(ctx.archive.board(filters, same_tasks=bool(same_tasks)))
+
+
+@with_filters
+def browse_model_card(ctx: AppContext, filters: Filters, card_of: str = "", same_tasks: bool = False) -> dict:
+    """The reproducibility card of the model `card_of` (a model of the board; `model` is the filter, as on every
+    Browse route) over the filtered rollouts, as `python -m agent board --card` prints it:
+    `verified` (every eval task on the embedded or the official server, default limits and prompt, no harness
+    error, records public), `failing` (each condition that fails, in words), `provisional` (why: fewer than 20
+    tasks or 50 arena battles; null when not) and `card` (the Markdown: harness, prompt, server, reward, effort,
+    limits, providers and fallbacks, dates, episodes, tasks, errors)."""
+    if not isinstance(card_of, str) or not card_of.strip():
+        raise gr.Error("card_of: name a model of the board, e.g. openai:gpt-5.5")
+    return card_facts(ctx.archive, filters, card_of.strip(), same_tasks=bool(same_tasks))
 
 
 def browse_record(ctx: AppContext, episode_id: str) -> dict:

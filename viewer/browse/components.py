@@ -50,6 +50,10 @@ class BrowseSection:
     board_note: gr.Markdown
     board_models: gr.State
     same_tasks: gr.Checkbox
+    frontier: gr.Plot
+    frontier_note: gr.Markdown
+    card_pick: gr.Dropdown
+    card: gr.Markdown
     heatmap: gr.Dataframe
     heatmap_cells: gr.State
     convergence: gr.Plot
@@ -82,7 +86,8 @@ class BrowseSection:
         return [*self.form, self.more, self.more_row, self.filter_note, self.views, self.status, self.table,
                 self.page_ids, self.page_info, self.detail, self.message, self.head, self.share, self.export_json,
                 self.compare_pick, *self.panel.outputs, *(self.flags.outputs if self.flags else ()), self.board,
-                self.board_note, self.board_models, self.heatmap,
+                self.board_note, self.board_models, self.frontier, self.frontier_note, self.card_pick, self.card,
+                self.heatmap,
                 self.heatmap_cells, self.convergence, self.compare_head, self.compare_a.chart, self.compare_b.chart,
                 self.compare_diff, self.compare_a.chat, self.compare_b.chat, self.state, self.version, self.url,
                 self.title]

@@ -15,12 +15,15 @@ import gradio as gr
 from rollouts.archive import RolloutNotFound
 from rollouts.board_text import board_notes, price_note
 from rollouts.filters import BY_NAME, FILTERS, PAGE_SIZE
+from rollouts.frontier import frontier
 from rollouts.matches import vote_tally
 from rollouts.record import Record
 from rollouts.sources import SourceError
 from viewer.browse.components import BrowseSection
 from viewer.browse.filter_form import read_form, show_filters
 from viewer.browse.flags import flag_form
+from viewer.browse.frontier_figure import frontier_figure, frontier_note
+from viewer.browse.model_card import model_card
 from viewer.browse.state import VIEWS, BrowseState, state_from_query
 from viewer.browse.views import (
     arena_note,
@@ -132,7 +135,22 @@ def open_cell(section: BrowseSection, state: BrowseState, cells: dict, evt: gr.S
 def same_tasks_changed(section: BrowseSection, state: BrowseState, same: bool) -> dict:
     lines = section.ctx.archive.board(state.filters, same_tasks=bool(same))  # with the arena's figures
     return {section.board: board_table(lines), section.board_models: [line["model"] for line in lines],
-            section.state: state.with_(same_tasks=bool(same))}
+            **frontier_view(section, lines), section.state: state.with_(same_tasks=bool(same))}
+
+
+def frontier_view(section: BrowseSection, lines: list[dict]) -> dict:
+    """The frontier of these board lines, and the card's choice of their models (the card itself cleared)."""
+    figure = frontier(lines)
+    return {section.frontier: frontier_figure(figure), section.frontier_note: frontier_note(figure),
+            section.card_pick: gr.Dropdown(choices=[line["model"] for line in lines], value=None),
+            section.card: ""}
+
+
+def show_card(section: BrowseSection, state: BrowseState, model: str | None) -> dict:
+    """The picked model's reproducibility card (rollouts.board_trust) over the board's rows."""
+    if not model:
+        return {section.card: ""}
+    return {section.card: model_card(section.ctx.archive, state.filters, model, same_tasks=state.same_tasks)}
 
 
 def view_selected(section: BrowseSection, state: BrowseState, evt: gr.SelectData) -> dict:
@@ -308,6 +326,7 @@ def board_view(section: BrowseSection, state: BrowseState) -> dict:
     matches = section.ctx.matches
     note = arena_note(archive.ratings(filters), vote_tally(matches.public_rows()) if matches else {})
     return {section.board: board_table(lines), section.board_models: [line["model"] for line in lines],
+            **frontier_view(section, lines),
             section.board_note: BOARD_NOTE + escape_cell(price_note()) + "  \n"
                                 + "".join(f"{escape_cell(n)}.  \n" for n in board_notes(lines)) + note,
             section.convergence: convergence_figure(curves=archive.convergence(filters)),

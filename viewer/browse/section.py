@@ -180,17 +180,23 @@ def _build_detail() -> dict[str, Any]:
 
 def _build_board() -> dict[str, Any]:
     gr.Markdown("Per model over the rollouts the filters let through. Click a model to list its rollouts; click a "
-                "column's ⋮ to sort by it; click a cell of the heatmap to open that task's best rollout by that "
-                "model.", elem_id="board-help")
+                "column's ⋮ to sort by it; pick a model under the board for its reproducibility card; click a cell "
+                "of the heatmap to open that task's best rollout by that model.", elem_id="board-help")
     same_tasks = gr.Checkbox(False, label="Only the tasks every listed model played", elem_id="same-tasks")
     headers, types, widths = board_layout()  # rollouts.board.FIGURES, as the page shows them
     board = gr.Dataframe(pd.DataFrame(columns=headers), interactive=False, elem_id="board", max_height=420,
                          datatype=types, column_widths=widths)
     board_note = gr.Markdown(elem_id="board-note")
+    frontier = gr.Plot(show_label=False, elem_id="frontier")
+    frontier_note = gr.Markdown(elem_id="frontier-note")
+    card_pick = gr.Dropdown([], value=None, label="Reproducibility card: how a model's episodes were played, and "
+                            "whether its numbers are verified", elem_id="card-pick")
+    card = gr.Markdown(elem_id="model-card")
     heatmap = gr.Dataframe(interactive=False, elem_id="heatmap", max_height=560, label="Mean reward by task and "
                            "model (tasks grouped by tier)", datatype="str")
     convergence = gr.Plot(show_label=False, elem_id="convergence")
     return dict(board=board, board_note=board_note, board_models=gr.State([]), same_tasks=same_tasks,
+                frontier=frontier, frontier_note=frontier_note, card_pick=card_pick, card=card,
                 heatmap=heatmap, heatmap_cells=gr.State({}), convergence=convergence)
 
 
@@ -252,7 +258,10 @@ def _wire(s: BrowseSection) -> None:
     s.panel.optimal_box.expand(bind(on.show_optimum, s), [s.state], [s.panel.optimal], **private)
     s.board.select(bind(on.pick_model, s), [s.state, s.board_models], out, **private)
     s.heatmap.select(bind(on.open_cell, s), [s.state, s.heatmap_cells], out, **private)
-    s.same_tasks.input(bind(on.same_tasks_changed, s), [s.state, s.same_tasks], [s.board], **private)
+    s.same_tasks.input(bind(on.same_tasks_changed, s), [s.state, s.same_tasks],
+                       [s.board, s.board_models, s.frontier, s.frontier_note, s.card_pick, s.card, s.state],
+                       **private)
+    s.card_pick.input(bind(on.show_card, s), [s.state, s.card_pick], [s.card], **private)
     s.views.select(bind(on.view_selected, s), [s.state], out, **private)
     # Back twice in a row: the last URL is the one to show.
     s.popstate.click(bind(on.apply_popstate, s), [s.link, s.state], out, js=READ_LOCATION_JS,
@@ -267,5 +276,5 @@ def _wire(s: BrowseSection) -> None:
 
 SECTION = Section("Browse", "browse", CSS, build_browse_section, wire_page_load, routes=(
     Route("browse_rollouts", browse_api.browse_rollouts), Route("browse_leaderboard", browse_api.browse_leaderboard),
-    Route("browse_record", browse_api.browse_record), Route("flag_step", flagging.flag_step),
-    Route("hide_flag", flagging.hide_flag)))
+    Route("browse_record", browse_api.browse_record), Route("browse_model_card", browse_api.browse_model_card),
+    Route("flag_step", flagging.flag_step), Route("hide_flag", flagging.hide_flag)))

@@ -1,5 +1,5 @@
-"""SVG to PNG, drawn on this machine by resvg (the `resvg-py` wheel: no browser, no network, no system library) with
-the bundled Liberation Sans (viewer/fonts/, SIL OFL 1.1) and no system font, so a picture is the same everywhere.
+"""SVG to PNG for the app's server, drawn by resvg with the bundled fonts through rollouts.raster's `svg_png` (the
+one place a picture is rasterised, low enough for the CLI's `board --plot` too).
 
 resvg holds the GIL for the whole of a render (about 120 ms for a share card), and a server's event loop and
 Gradio's workers would wait that long for it, render after render, under a flood of share-image requests. So the
@@ -7,7 +7,8 @@ server rasterises in a helper process of its own (`Rasteriser`): one render at a
 scheduling priority than the server. A helper that dies is started afresh for the next picture, however often that
 happens; a picture is drawn in this process only when its own helper died twice while drawing it, or no helper
 could start (then another start is tried `START_AGAIN_S` later). The helper runs this module (`python -m
-viewer.chart.raster`) and imports nothing else of the project, so it starts in a blink and holds a few megabytes.
+viewer.chart.raster`) and imports nothing else of the project but rollouts.raster, so it starts in a blink and
+holds a few megabytes.
 """
 
 from __future__ import annotations
@@ -22,22 +23,16 @@ import time
 from pathlib import Path
 from typing import BinaryIO
 
-import resvg_py
+from rollouts.raster import FONT_DIR, FONT_FILES, svg_png
+
+__all__ = ["FONT_DIR", "FONT_FILES", "HELPER", "RasterError", "Rasteriser", "serve", "svg_png"]
 
 log = logging.getLogger(__name__)
 
-FONT_DIR = Path(__file__).with_name("fonts")
-FONT_FILES = [str(FONT_DIR / "LiberationSans-Regular.ttf"), str(FONT_DIR / "LiberationSans-Bold.ttf")]
 RENDER_TIMEOUT_S = 30.0
 START_AGAIN_S = 30.0   # after a helper could not start at all: each picture meanwhile is drawn here
 HELPER = [sys.executable, "-m", "viewer.chart.raster"]
 _ROOT = Path(__file__).resolve().parents[2]
-
-
-def svg_png(svg: str) -> bytes:
-    """`svg` as a PNG, in this process (it holds the GIL meanwhile)."""
-    return bytes(resvg_py.svg_to_bytes(svg_string=svg, font_files=FONT_FILES, skip_system_fonts=True,
-                                       font_family="Liberation Sans", sans_serif_family="Liberation Sans"))
 
 
 class RasterError(RuntimeError):

@@ -2,7 +2,10 @@
 
 - `GET /board.json`: every figure of every model, the objects of `python -m agent board --json` and
   `/browse_leaderboard` (rollouts.board_text.board_json), as one JSON list;
-- `GET /board.csv`: the same as CSV (rollouts.board_files.board_csv), one row per model.
+- `GET /board.csv`: the same as CSV (rollouts.board_files.board_csv), one row per model;
+- `GET /board.svg` and `GET /board.png`: the board's share card, its cost x reward frontier (rollouts.frontier,
+  drawn by rollouts.board_plot, 1200 x 630), the figure `python -m agent board --plot` writes and Browse draws; the
+  PNG rasterised by the share pages' raster helper (viewer/chart/raster.py), the last few kept by their SVG's hash.
 
 Browse's filters are the query parameters, under the keys of Browse's own URL (rollouts.filters.FILTERS: `model`
 repeated for several, `tier`, `from`, ...; a Browse link's query works as it is, its other keys ignored), plus
@@ -19,6 +22,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from urllib.parse import parse_qs
 
@@ -27,23 +32,32 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from rollouts.board_files import board_csv
+from rollouts.board_plot import frontier_svg, subtitle
 from rollouts.board_text import board_json
 from rollouts.filters import Filters
+from rollouts.frontier import frontier
+from rollouts.raster import svg_png
+from viewer.chart.raster import Rasteriser
 from viewer.context import AppContext
 from viewer.share.routes import SECURITY
 
 BOARD_CACHE = "public, max-age=60"
 WORKERS = 2           # boards computed at once
 MAX_WAITING = 64      # requests waiting for a worker beyond which the routes say "busy" (503) at once
-MEDIA = {"json": "application/json", "csv": "text/csv; charset=utf-8"}
+MEDIA = {"json": "application/json", "csv": "text/csv; charset=utf-8", "svg": "image/svg+xml",
+         "png": "image/png"}
+PICTURES_KEPT = 16
 YES = ("1", "true", "yes", "on")
 
 
 class BoardFiles:
     """The routes (`router`): `/board.json` and `/board.csv` over the app's archive."""
 
-    def __init__(self, ctx: AppContext) -> None:
+    def __init__(self, ctx: AppContext, *, rasteriser: Rasteriser | None = None) -> None:
         self.ctx = ctx
+        self.raster = rasteriser  # the share pages' helper (app.py passes it); None: drawn in the worker thread
+        self._pictures: OrderedDict[str, bytes] = OrderedDict()
+        self._pictures_lock = threading.Lock()
         self._limit = anyio.CapacityLimiter(WORKERS)
         self.waiting = 0  # changed on the event loop only
         self.router = APIRouter()
@@ -85,7 +99,23 @@ class BoardFiles:
         lines = self.ctx.archive.board(filters, same_tasks=same_tasks)
         if kind == "csv":
             return board_csv(lines)
+        if kind in ("svg", "png"):
+            svg = frontier_svg(frontier(lines), subtitle=subtitle(lines))
+            return svg.encode("utf-8") if kind == "svg" else self.picture(svg)
         return json.dumps(board_json(lines), ensure_ascii=False, allow_nan=False).encode("utf-8")
+
+    def picture(self, svg: str) -> bytes:
+        """The PNG of a frontier's SVG, kept by the SVG's hash: the same board costs one rasterisation."""
+        key = hashlib.sha256(svg.encode("utf-8")).hexdigest()
+        with self._pictures_lock:
+            kept = self._pictures.get(key)
+        if kept is None:
+            kept = self.raster.png(svg) if self.raster is not None else svg_png(svg)
+            with self._pictures_lock:
+                self._pictures[key] = kept
+                while len(self._pictures) > PICTURES_KEPT:
+                    self._pictures.popitem(last=False)
+        return kept
 
 
 def _text(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
