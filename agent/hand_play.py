@@ -108,9 +108,11 @@ class PlayRegistry:
 
     # -- playing ---------------------------------------------------------------------------------------------
 
-    def start(self, task_id: str, *, owner: str, visitor: str | None = None, model: str = HUMAN) -> HandEpisode:
+    def start(self, task_id: str, *, owner: str, visitor: str | None = None, model: str = HUMAN,
+              player: dict | None = None) -> HandEpisode:
         """Open an episode on `task_id` for `owner` (who may play it), counted for `visitor` (default: the owner);
-        PlayError when the task is unknown or a cap is reached."""
+        PlayError when the task is unknown or a cap is reached. `player` goes into the record as is: what the
+        person had to plan with (`aids`) and the plan they started from (`start`)."""
         task_id = task_id.strip() if isinstance(task_id, str) else ""
         if not valid_task_id(task_id):
             raise PlayError("Pick a task first." if not task_id else "That task id is malformed.")
@@ -120,6 +122,8 @@ class PlayRegistry:
         try:
             episode = self._open_episode(task_id, owner, model)
             episode.visitor = visitor
+            if player:
+                episode.record["player"] = dict(player)
         except BaseException:
             self._give_back(visitor)
             raise
