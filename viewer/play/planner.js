@@ -60,10 +60,17 @@ function draw() {
       if (id === sel) r.classList.add('pl-sel');
     });
     markArrivals(svg);
+    lift(svg);
   }
   drawProblems();
   drawStatus();
   drawButtons();
+}
+// The selected ship is drawn over the others, so a ship dropped onto another can be picked up again.
+function lift(svg) {
+  if (sel === null) return;
+  const shapes = svg.querySelectorAll('rect[data-ship="' + sel + '"], text[data-ship="' + sel + '"]');
+  shapes.forEach(s => { if (s !== document.activeElement) s.parentNode.appendChild(s); });
 }
 function markArrivals(svg) {
   const plot = plotOf(svg);
@@ -136,7 +143,11 @@ function select(id, focus) {
   host.querySelectorAll('rect.pl-sel').forEach(r => r.classList.remove('pl-sel'));
   if (id !== null) {
     const r = host.querySelector('rect.ship[data-ship="' + id + '"]');
-    if (r) { r.classList.add('pl-sel'); if (focus) r.focus({preventScroll: true}); }
+    if (r) {
+      r.classList.add('pl-sel');
+      if (!drag) lift(host.querySelector('svg'));
+      if (focus) r.focus({preventScroll: true});
+    }
   }
   drawStatus();
   drawButtons();
@@ -168,6 +179,7 @@ function apply(id, dh, ds, dc) {
 function commit(plan, fromHistory) {
   if (!fromHistory) { undo.push(S.plan); redo = []; }
   S.plan = plan;
+  root.setAttribute('data-pending', '1');   // cleared when the answer for this draft is drawn (tests wait on it)
   publish();
   clearTimeout(timer);
   timer = setTimeout(ask, 120);   // one call for a burst of key presses
@@ -180,10 +192,10 @@ function publish() {
   trigger('edit');
 }
 async function ask() {
-  const mine = ++seq;
+  const mine = ++seq, asked = S.plan;
   root.setAttribute('data-busy', '1');
   try {
-    const answer = await server.draft({task_id: S.task_id, plan: JSON.stringify(S.plan), start: S.start});
+    const answer = await server.draft({task_id: S.task_id, plan: JSON.stringify(S.plan), start: S.start, start_name: S.start_name});
     if (mine !== seq) return;
     if (answer && answer.error) { say(answer.error); stale = false; }
     else if (answer) { S.svg = answer.svg; S.problems = answer.problems; S.summary = answer.summary; stale = false; }
@@ -193,7 +205,11 @@ async function ask() {
     say('The server did not answer (restarted, or the connection dropped): your draft is kept here and in the '
         + 'table. Copy it from "Plan as JSON" and reload the page to go on.');
   } finally {
-    if (mine === seq) { root.removeAttribute('data-busy'); draw(); }
+    if (mine === seq) {
+      root.removeAttribute('data-busy');
+      if (asked === S.plan) root.removeAttribute('data-pending');  // else an edit came since: its answer is due
+      draw();
+    }
   }
 }
 function step(back) {
@@ -214,11 +230,10 @@ host.addEventListener('pointerdown', ev => {
   if (!plot || !ctm) return;
   ev.preventDefault();
   select(id, true);
-  if (S.locked.includes(id)) { say('ship ' + id + ' is locked: unlock it to move it'); return; }
+  if (S.locked.includes(id)) { say('ship ' + id + ' is locked: unlock it to move it'); setTimeout(refocusSoon, 0); return; }
   host.setPointerCapture(ev.pointerId);
   drag = {id, x: ev.clientX, y: ev.clientY, scale: ctm.a, plot, dh: 0, ds: 0, pointer: ev.pointerId,
           shapes: Array.from(svg.querySelectorAll('[data-ship="' + id + '"]')), start: entry(S.plan, id)};
-  drag.shapes.forEach(s => s.parentNode.appendChild(s));  // on top while dragged
 });
 host.addEventListener('pointermove', ev => {
   if (!drag || ev.pointerId !== drag.pointer) return;
@@ -229,6 +244,10 @@ host.addEventListener('pointermove', ev => {
   float.style.left = (ev.clientX - rect.left + 14) + 'px';
   float.style.top = (ev.clientY - rect.top - 30) + 'px';
   if (dh === drag.dh && ds === drag.ds) return;
+  if (!drag.lifted) {  // on top while dragged (not on a mere click: moving a node takes its focus away)
+    drag.lifted = true;
+    drag.shapes.forEach(s => s.parentNode.appendChild(s));
+  }
   drag.dh = dh; drag.ds = ds;
   const t = 'translate(' + (dh * drag.plot.pxh) + ' ' + (-ds * drag.plot.pxs) + ')';
   for (const s of drag.shapes) s.setAttribute('transform', t);
@@ -240,6 +259,8 @@ function drop(ev) {
   drag = null;
   float.style.display = 'none';
   if (d.dh || d.ds) apply(d.id, d.dh, d.ds, 0);
+  // The keys work on the ship just dropped or clicked (the browser moves the focus as the press ends).
+  setTimeout(refocusSoon, 0);
 }
 host.addEventListener('pointerup', drop);
 host.addEventListener('pointercancel', ev => { if (drag) { drag = null; float.style.display = 'none'; draw(); } });
@@ -249,12 +270,22 @@ host.addEventListener('focusin', ev => {
   const r = ev.target.closest && ev.target.closest('rect.ship[data-ship]');
   if (r && Number(r.getAttribute('data-ship')) !== sel) select(Number(r.getAttribute('data-ship')), false);
 });
-root.addEventListener('keydown', ev => {
+// The keys act on the selected ship while the editor was the last thing used, even when a redraw has left the
+// focus on the page's body.
+let armed = false;
+document.addEventListener('pointerdown', ev => { armed = root.contains(ev.target); }, true);
+document.addEventListener('focusin', ev => { if (ev.target !== document.body) armed = root.contains(ev.target); }, true);
+document.addEventListener('keydown', ev => {
+  if (armed && !root.contains(ev.target) && (ev.target === document.body || ev.target === document.documentElement))
+    onKey(ev);
+});
+root.addEventListener('keydown', ev => onKey(ev));
+function onKey(ev) {
   if (!S) return;
   const key = ev.key;
   if ((ev.ctrlKey || ev.metaKey) && (key === 'z' || key === 'Z')) { ev.preventDefault(); step(!ev.shiftKey); return; }
   if ((ev.ctrlKey || ev.metaKey) && (key === 'y')) { ev.preventDefault(); step(false); return; }
-  if (sel === null || !host.contains(document.activeElement)) return;
+  if (sel === null || (!host.contains(ev.target) && root.contains(ev.target))) return;
   const big = ev.shiftKey ? SIX : 1;
   const moves = {ArrowLeft: [-big, 0, 0], ArrowRight: [big, 0, 0], ArrowUp: [0, 1, 0], ArrowDown: [0, -1, 0],
                  '+': [0, 0, 1], '=': [0, 0, 1], '-': [0, 0, -1]};
@@ -263,7 +294,7 @@ root.addEventListener('keydown', ev => {
     if (apply(sel, ...moves[key])) refocusSoon();
   } else if (key === 'l' || key === 'L') { ev.preventDefault(); toggleLock(); }
   else if (key === 'Escape') { select(null, false); }
-});
+}
 function refocusSoon() {
   // The chart is drawn again when the server answers: the focus goes back to the selected ship.
   const id = sel;
@@ -294,14 +325,10 @@ root.addEventListener('click', ev => {
   const li = ev.target.closest && ev.target.closest('li[data-ship]');
   if (li) select(Number(li.getAttribute('data-ship')), true);
 });
-// A redraw after an answer keeps the selection and the keyboard focus where the person was.
-const keepFocus = new MutationObserver(() => {
-  if (sel !== null && host.contains(document.activeElement) === false && root.contains(document.activeElement) === false
-      && root.getAttribute('data-keyboard') === '1') refocusSoon();
-});
-keepFocus.observe(host, {childList: true});
-root.addEventListener('keydown', () => root.setAttribute('data-keyboard', '1'), true);
-root.addEventListener('pointerdown', () => root.removeAttribute('data-keyboard'), true);
+// A redraw after an answer puts the keyboard focus back on the selected ship, unless the person is elsewhere.
+new MutationObserver(() => {
+  if (sel !== null && armed && (!document.activeElement || document.activeElement === document.body)) refocusSoon();
+}).observe(host, {childList: true});
 
 load(props.value);
 if (!props.value && props.task_id) {

@@ -27,8 +27,8 @@ from berth_env import PlanError, canonical_plan, parse_plan
 from berth_env import check as check_entries
 from berth_env.baselines import published_plan
 from berth_env.rules import is_crane_task, move_cap
-from viewer.chart import berth_scene
-from viewer.chart_scene import tip
+from viewer.chart import berth_scene, moved_ships
+from viewer.chart_scene import clean, tip
 from viewer.chart_svg import to_svg
 
 JS = Path(__file__).with_name("planner.js").read_text(encoding="utf-8")
@@ -73,6 +73,9 @@ CSS = """
 #play-planner .pl-chart {touch-action: pan-y; user-select: none; -webkit-user-select: none}
 #play-planner .pl-chart svg {width: 100%; height: auto; display: block}
 #play-planner .pl-chart rect[data-ship] {cursor: grab}
+/* What is drawn over the ships (crane outages, arrows, marks, labels) lets a press through to the ship below. */
+#play-planner .pl-chart svg path, #play-planner .pl-chart svg text, #play-planner .pl-chart rect.outage {
+  pointer-events: none}
 #play-planner .pl-chart rect.pl-sel {stroke: #111; stroke-width: 3; stroke-dasharray: none}
 #play-planner .pl-chart rect.pl-locked {stroke: #555; stroke-dasharray: 5,2; stroke-width: 2}
 #play-planner .pl-chart .pl-dragging rect {cursor: grabbing; opacity: .85}
@@ -86,7 +89,8 @@ CSS = """
 """
 
 
-def draft_problems(task: Mapping[str, Any] | None, plan: Any, start: Any = None) -> dict:
+def draft_problems(task: Mapping[str, Any] | None, plan: Any, start: Any = None,
+                   start_name: str = "the published plan") -> dict:
     """What the chart shows of a draft: its SVG (the one chart scene, costs left out), its rule problems as the
     checker finds them (`[{ship, rule, problem}]`) and a summary; `{"error"}` for a plan that cannot be read."""
     if task is None:
@@ -103,8 +107,10 @@ def draft_problems(task: Mapping[str, Any] | None, plan: Any, start: Any = None)
                  for ship in result.missing]
     flagged = sorted({p["ship"] for p in problems})
     moved = sum(1 for sr in result.ships.values() if sr.moved)
-    title = ("Your draft · no rule broken: Check it for its cost" if not problems else
-             f"Your draft · {len(problems)} rule problems on {len(flagged)} ships · not checked")
+    changed = moved_ships(task, plan, start) if start is not None else set()
+    head = "Your draft" if changed or start is None else f"{clean(start_name, 80).capitalize()}, unchanged"
+    title = (f"{head} · no rule broken: Check it for its cost" if not problems else
+             f"{head} · {len(problems)} rule problems on {len(flagged)} ships · not checked")
     scene = berth_scene(task, plan, check=result, previous_plan=start, title=title,
                         highlight_label="changed from your start plan")
     _hide_costs(scene, task)
@@ -133,7 +139,7 @@ def planner_value(task: Mapping[str, Any] | None, plan: Any, *, start: Any, star
     """The editor's value for a draft: the drawn chart with its problems, and what the page needs to edit it."""
     if task is None:
         return ""
-    drawn = draft_problems(task, plan, start)
+    drawn = draft_problems(task, plan, start, start_name)
     ships = [{"id": s["id"], "name": str(s.get("name", ""))[:40], "sections": int(s.get("sections") or 1),
               "arrival": s.get("arrival"), "min_cranes": s.get("min_cranes"), "max_cranes": s.get("max_cranes"),
               "std_cranes": s.get("std_cranes")} for s in task.get("ships") or []]
@@ -174,6 +180,7 @@ def build_planner(task_for: Callable[[str], Mapping[str, Any] | None], default_t
         if not isinstance(asked, Mapping):
             return {"error": "the editor sent no draft"}
         task_id, plan, start = asked.get("task_id"), asked.get("plan"), asked.get("start")
+        start_name = str(asked.get("start_name") or "the plan you started from")
         task = task_for(task_id.strip()) if isinstance(task_id, str) else None
         if isinstance(plan, str):
             try:
@@ -186,7 +193,7 @@ def build_planner(task_for: Callable[[str], Mapping[str, Any] | None], default_t
                 check_input(start, "the start plan")
             except InputTooLarge as exc:
                 return {"error": str(exc)}
-        return draft_problems(task, plan, start)
+        return draft_problems(task, plan, start, start_name)
 
     def opening(task_id: str) -> str:
         """The page's first call, once Play is opened: the task's published plan on the chart."""
