@@ -45,16 +45,23 @@ MAX_OPEN = 32
 MAX_PER_VISITOR = 3
 FINISHED_KEPT = 256  # ended episodes remembered, so a late call hears "over" rather than "unknown"
 _USERNAME = re.compile(r"[^A-Za-z0-9._-]")
+_MODEL = re.compile(r"[^A-Za-z0-9._:/@+-]")  # a model spec's alphabet (provider:name@route)
 
 
 class PlayError(RuntimeError):
     """A play request that cannot be done; the message is for the person (plain text)."""
 
 
-def human_model(username: str | None = None) -> str:
-    """`human`, or `human:<Hub username>` for a signed-in person (the name cut to a safe alphabet)."""
+def human_model(username: str | None = None, improving: str | None = None) -> str:
+    """`human`, or `human:<Hub username>` for a signed-in person (the name cut to a safe alphabet); a person who
+    started from a model's plan is `human+<model>` (the centaur row: people improving that model), and one who
+    started from another person's plan is a person still (`human`, not `human+human`)."""
     name = _USERNAME.sub("", username or "")[:64]
-    return f"{HUMAN}:{name}" if name else HUMAN
+    person = f"{HUMAN}:{name}" if name else HUMAN
+    base = _MODEL.sub("", improving or "")[:120]
+    if not base or base == HUMAN or base.startswith((f"{HUMAN}:", f"{HUMAN}+")):
+        return person
+    return f"{HUMAN}+{base}"
 
 
 @dataclass

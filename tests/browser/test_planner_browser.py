@@ -17,7 +17,9 @@ from playwright.sync_api import Page, expect
 
 from berth_env import load_pack
 from berth_env.baselines import published_plan
+from rollouts.filters import Filters
 from testkit.app import launched_app
+from testkit.records import make_record
 from testkit.tasks import TASK_ID
 from tests.browser.conftest import DESKTOP, PHONE
 from tests.browser.planner_page import (
@@ -39,9 +41,21 @@ SCREENS = Path(__file__).resolve().parents[2] / "docs" / "screens"
 WAIT = 20000
 
 
+MODEL = "openai:gpt-test"
+MODEL_ROLLOUT = "0123456789ab"
+
+
+def model_rollout() -> dict:
+    """A model's submitted rollout of the task whose last plan is the naive re-plan (feasible, far from optimal)."""
+    naive = load_pack().get(TASK_ID)["reference"]["naive_plan"]
+    step = {"turn": 1, "tool": "submit_plan", "plan": naive, "result": {"feasible": True, "reward": 0.2}}
+    return make_record(seed=29, task_id=TASK_ID, model=MODEL, end_reason="submitted", episode_id=MODEL_ROLLOUT,
+                       steps=[step])
+
+
 @pytest.fixture(scope="module")
 def play_app(tmp_path_factory):
-    with launched_app(tmp_path_factory.mktemp("planner")) as app:
+    with launched_app(tmp_path_factory.mktemp("planner"), records=[model_rollout()]) as app:
         yield app
 
 
@@ -190,3 +204,34 @@ def test_a_phone_taps_and_nudges_every_ship_to_the_optimum(play_app, browser_con
         shot(page, "4-submitted-390x844")
     finally:
         context.close()
+
+
+def test_try_to_beat_a_models_rollout_from_its_share_page_is_saved_as_the_centaur(play_app, new_page):
+    page = new_page(DESKTOP)
+    page.goto(f"{play_app.url}r/{MODEL_ROLLOUT}")
+    page.locator("#try-to-beat").click()
+    verdict = page.locator("#play-verdict")
+    expect(verdict).to_contain_text(f"saved as human+{MODEL}", timeout=30000)
+    editor = page.locator(f"{EDITOR} .pl-chart svg")
+    expect(editor).to_contain_text(f"{MODEL}'s plan ({MODEL_ROLLOUT}), unchanged", timeout=WAIT)
+    settled(page)
+    task = load_pack().get(TASK_ID)
+    naive = sorted(task["reference"]["naive_plan"], key=lambda e: e["ship"])
+    assert table_plan(page) == naive
+    shot(page, "5-try-to-beat-1440x900")
+    # One ship moved on the chart (ship 0 an hour later), the rest as the model left them; then submitted.
+    drag(page, 0, 1, 0)
+    draft = [dict(e, berth_hour=e["berth_hour"] + 1) if e["ship"] == 0 else dict(e) for e in naive]
+    assert_overlay_agrees(page, task, draft)
+    assert table_plan(page) == draft
+    page.locator("#play-submit").click()
+    expect(verdict).to_contain_text("Submitted · reward", timeout=30000)
+    episode_id = re.search(r"rollout `?([0-9a-f]{12})", verdict.inner_text()).group(1)
+    record = play_app.ctx.store.load(episode_id)
+    assert record["model"] == f"human+{MODEL}"
+    assert record["player"]["start"] == {"from": MODEL_ROLLOUT, "model": MODEL}
+    assert record["final"]["plan"] == draft
+    play_app.ctx.store.flush()
+    play_app.ctx.archive.refresh_local(force=True)
+    models = {line["model"] for line in play_app.ctx.archive.board(Filters())}
+    assert {f"human+{MODEL}", MODEL} <= models, models

@@ -36,6 +36,7 @@ from viewer.chart import berth_chart, moved_ships, paired_charts
 from viewer.convergence import convergence_figure
 from viewer.downloads import SHARED, DownloadRefused
 from viewer.markdown import escape_cell, fmt_num
+from viewer.play.start_plans import beat_query
 from viewer.rollout_panel import cleared, draft, optimum, stored_rollout
 from viewer.visitors import visitor_of
 from viewer.wiring import base_url, unchanged
@@ -281,12 +282,19 @@ def detail_view(section: BrowseSection, state: BrowseState, base: str | None, vi
     picks = [(f"B: {r['model']} · {float(r['reward'] or 0):.3f} · {r['episode_id']}", str(r["episode_id"]))
              for r in others]
     return {section.detail: gr.Column(visible=True), section.message: " ".join(filter(None, (note, refused))),
-            section.head: detail_header(record, row), section.title: page_title(record),
+            section.head: detail_header(record, row) + _beat_line(ctx, view, task, base), section.title: page_title(record),
             section.share: ctx.rollout_link(state.rollout, base),
             section.export_json: download,
             section.compare_pick: gr.Dropdown(choices=picks, value=state.compare or None,
                                               label=f"Compare A with B: {len(picks)} more rollouts of this task"),
             **stored_rollout(section.panel, record, task)}
+
+
+def _beat_line(ctx: Any, view: RecordView, task: dict | None, base: str | None) -> str:
+    """"Try to beat this": Play on the rollout's task with its last plan loaded (where the plan can be drawn)."""
+    if task is None or not view.plan_steps:
+        return ""
+    return f"\n\n[▶ Try to beat this in Play]({ctx.share_link(beat_query(view.task_id, view.episode_id), base)})"
 
 
 def _record_download(ctx: Any, episode_id: str, record: dict, visitor: str) -> tuple[gr.DownloadButton, str]:

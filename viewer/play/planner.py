@@ -108,7 +108,7 @@ def draft_problems(task: Mapping[str, Any] | None, plan: Any, start: Any = None,
     flagged = sorted({p["ship"] for p in problems})
     moved = sum(1 for sr in result.ships.values() if sr.moved)
     changed = moved_ships(task, plan, start) if start is not None else set()
-    head = "Your draft" if changed or start is None else f"{clean(start_name, 80).capitalize()}, unchanged"
+    head = "Your draft" if changed or start is None else f"{_first_upper(clean(start_name, 80))}, unchanged"
     title = (f"{head} · no rule broken: Check it for its cost" if not problems else
              f"{head} · {len(problems)} rule problems on {len(flagged)} ships · not checked")
     scene = berth_scene(task, plan, check=result, previous_plan=start, title=title,
@@ -117,6 +117,11 @@ def draft_problems(task: Mapping[str, Any] | None, plan: Any, start: Any = None,
     summary = {"problems": len(problems), "ships_flagged": flagged, "moved": moved,
                "move_cap": move_cap(task), "entry_problems": list(parsed.problems)}
     return {"svg": to_svg(scene), "problems": problems, "summary": summary}
+
+
+def _first_upper(text: str) -> str:
+    """"The published plan" at the head of a title; a model's name keeps its own case."""
+    return "The" + text[3:] if text.startswith("the ") else text
 
 
 def _hide_costs(scene: Any, task: Mapping[str, Any]) -> None:

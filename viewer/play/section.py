@@ -31,6 +31,7 @@ from viewer.markdown import escape_cell, escape_md, fmt_num
 from viewer.play.plan_table import DATATYPES, HEADERS, TableError, json_rows, plan_json, plan_rows, rows_plan
 from viewer.play.planner import AIDS, build_planner, edited_plan, planner_value
 from viewer.play.planner import CSS as PLANNER_CSS
+from viewer.play.start_plans import StartPlan, published_start, start_plan
 from viewer.summary import grade_panel
 from viewer.task_picker import TaskPicker, build_task_picker, wire_task_picker
 from viewer.task_view import task_brief
@@ -76,13 +77,13 @@ class PlaySection:
     grade: gr.Markdown
     optimal: gr.Plot
     episode: gr.State  # {"id", "task_id"} of this page's open episode, or None
-    checked: gr.State  # the plan of the last check (the chart marks ships changed since), or None
+    origin: gr.State  # where the draft started: {"task_id", "from", "model"?} (start_plans.StartPlan.player)
 
     @property
     def task_outputs(self) -> list[Any]:
         """Everything showing another task (or starting over) changes."""
         return [self.brief, self.situation, self.table, self.plan_json, self.planner, self.verdict, self.grade,
-                self.optimal, self.check_button, self.submit_button, self.episode, self.checked]
+                self.optimal, self.check_button, self.submit_button, self.episode, self.origin]
 
 
 # -- building --------------------------------------------------------------------------------------------------
@@ -134,8 +135,8 @@ def _wire(s: PlaySection) -> None:
                    show_progress="hidden", **private)
     s.load_json.click(bind(load_plan_json, s), [s.task, s.plan_json, s.planner], [s.table, s.planner, s.verdict],
                       **private)
-    played = [s.task, s.table, s.planner, s.episode]
-    s.check_button.click(bind(check_table, s), played, [s.verdict, s.check_button, s.episode, s.checked], **private)
+    played = [s.task, s.table, s.planner, s.episode, s.origin]
+    s.check_button.click(bind(check_table, s), played, [s.verdict, s.check_button, s.episode], **private)
     s.submit_button.click(bind(submit_table, s), played,
                           [s.verdict, s.grade, s.optimal, s.check_button, s.submit_button, s.episode], **private)
 
@@ -197,25 +198,25 @@ def load_plan_json(section: PlaySection, task_id: str, text: str, draft: str | N
 
 
 def check_table(section: PlaySection, task_id: str, rows: Any, draft: str | None, episode: dict | None,
-                request: gr.Request, profile: gr.OAuthProfile | None = None) -> dict:
+                origin: dict | None, request: gr.Request, profile: gr.OAuthProfile | None = None) -> dict:
     """Send the draft to check_plan (opening the episode on the first call): the cost, or what breaks."""
     try:
-        task, plan, played = _play(section, task_id, rows, draft, episode, request, profile)
+        task, plan, played = _play(section, task_id, rows, draft, episode, origin, request, profile)
         result = section.ctx.plays.check(played.episode_id, played.owner, plan)
     except (TableError, InputTooLarge, PlayError) as exc:
         return {section.verdict: f"⚠️ {escape_md(exc)}"}
     number = len(RecordView(played.record).checks)
     out = {section.verdict: check_markdown(task, result, number, played.max_checks),
            section.check_button: gr.Button(_check_label(played.checks_left), interactive=played.checks_left > 0),
-           section.episode: {"id": played.episode_id, "task_id": played.task_id}, section.checked: plan}
+           section.episode: {"id": played.episode_id, "task_id": played.task_id}}
     return out
 
 
 def submit_table(section: PlaySection, task_id: str, rows: Any, draft: str | None, episode: dict | None,
-                 request: gr.Request, profile: gr.OAuthProfile | None = None) -> dict:
+                 origin: dict | None, request: gr.Request, profile: gr.OAuthProfile | None = None) -> dict:
     """Send the draft to submit_plan: the grade beside the optimum, and the rollout saved."""
     try:
-        task, plan, played = _play(section, task_id, rows, draft, episode, request, profile)
+        task, plan, played = _play(section, task_id, rows, draft, episode, origin, request, profile)
         result = section.ctx.plays.submit(played.episode_id, played.owner, plan)
     except (TableError, InputTooLarge, PlayError) as exc:
         return {section.verdict: f"⚠️ {escape_md(exc)}"}
@@ -277,7 +278,7 @@ def _verdict_words(result: dict) -> str:
 
 
 def _play(section: PlaySection, task_id: str, rows: Any, draft: str | None, episode: dict | None,
-          request: gr.Request, profile: gr.OAuthProfile | None) -> tuple[dict, list, HandEpisode]:
+          origin: dict | None, request: gr.Request, profile: gr.OAuthProfile | None) -> tuple[dict, list, HandEpisode]:
     """The task, the draft's plan (the chart's; the table's when the chart never opened), and this page's open
     episode on it (opened now if there is none)."""
     task_id = (task_id or "").strip()
@@ -292,8 +293,9 @@ def _play(section: PlaySection, task_id: str, rows: Any, draft: str | None, epis
         except PlayError:
             pass  # closed while idle: a new episode, with a fresh budget
     plays.abandon(owner)
-    model = human_model(getattr(profile, "username", None))
-    player = {"aids": list(AIDS)}
+    start = origin if isinstance(origin, dict) and origin.get("task_id") == task_id else {"from": "published"}
+    model = human_model(getattr(profile, "username", None), improving=start.get("model"))
+    player = {"aids": list(AIDS), "start": {k: v for k, v in start.items() if k != "task_id"}}
     return task, plan, plays.start(task_id, owner=owner, visitor=visitor_of(request), model=model, player=player)
 
 
@@ -314,19 +316,21 @@ def _table_plan(task: dict, rows: Any) -> list:
     return rows_plan(task, rows)
 
 
-def _fresh(section: PlaySection, task_id: str, owner: str) -> dict:
+def _fresh(section: PlaySection, task_id: str, owner: str, start: StartPlan | None = None, note: str = "") -> dict:
     section.ctx.plays.abandon(owner)
     task_id = (task_id or "").strip()
     task = section.ctx.task_for(task_id, None)
-    return {section.brief: _brief(task, task_id), section.situation: _situation(task), section.table: _rows(task),
-            section.plan_json: _plan_text(task),
-            section.planner: planner_value(task, published_plan(task), start=published_plan(task),
-                                           start_name="the published plan") if task else "",
-            section.verdict: HOW_TO, section.grade: "",
+    start = start or (published_start(task) if task else None)
+    rows = plan_rows(task, start.plan) if task and start else []
+    return {section.brief: _brief(task, task_id), section.situation: _situation(task), section.table: rows,
+            section.plan_json: plan_json(rows_plan(task, rows)) if rows else "",
+            section.planner: planner_value(task, start.plan, start=start.plan, start_name=start.name)
+            if task and start else "",
+            section.origin: {"task_id": task_id, **start.player} if start else None,
+            section.verdict: note or HOW_TO, section.grade: "",
             section.optimal: gr.Plot(visible=False),
             section.check_button: gr.Button(_check_label(10), interactive=task is not None),
-            section.submit_button: gr.Button(interactive=task is not None), section.episode: None,
-            section.checked: None}
+            section.submit_button: gr.Button(interactive=task is not None), section.episode: None}
 
 
 def _rows(task: dict | None) -> list[list[Any]]:
@@ -355,8 +359,31 @@ def _owner(request: gr.Request | None) -> str:
 
 
 def wire_page_load(section: PlaySection, demo: gr.Blocks, tabs: gr.Tabs) -> None:
-    """`?tab=play` opens this tab."""
+    """`?tab=play` opens this tab; `&task=<id>&from=<episode id | naive>` opens it on that task with that plan
+    on the chart ("Try to beat this")."""
     demo.load(open_if_linked, None, [tabs], api_visibility="private", show_progress="hidden", queue=False)
+    demo.load(bind(open_linked_plan, section), None, [section.task, *section.task_outputs],
+              api_visibility="private", show_progress="hidden")
+
+
+def open_linked_plan(section: PlaySection, request: gr.Request) -> dict:
+    """A "Try to beat this" link: its task picked and the plan it names on the chart; what is wrong with the link
+    said where the verdict goes, the published plan shown instead."""
+    query = request.query_params if request is not None else {}
+    task_id, source = str(query.get("task") or "").strip()[:200], str(query.get("from") or "").strip()[:64]
+    if query.get("tab") != "play" or not task_id:
+        return unchanged(section.brief)
+    task = section.ctx.task_for(task_id, None)
+    if task is None:
+        return {section.verdict: f"⚠️ The link names task `{escape_cell(task_id)}`, which this Space does not serve."}
+    try:
+        start, note = start_plan(section.ctx.records, task, source), ""
+    except ValueError as exc:
+        start, note = None, f"⚠️ That link's plan cannot be loaded ({escape_md(exc)}): the published plan is shown."
+    if start is not None and start.episode_id:
+        note = (f"Started from **{escape_md(start.name)}**: improve it on the chart and submit it; your rollout is "
+                f"saved as `{escape_cell(human_model(improving=start.model))}`.")
+    return {section.task: gr.Dropdown(value=task_id), **_fresh(section, task_id, _owner(request), start, note)}
 
 
 def open_if_linked(request: gr.Request) -> Any:
