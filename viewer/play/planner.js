@@ -96,6 +96,11 @@ function markArrivals(svg) {
 function drawProblems() {
   list.innerHTML = '';
   const problems = S.problems || [];
+  ((S.summary || {}).entry_problems || []).slice(0, 4).forEach(text => {
+    const li = document.createElement('li');
+    li.textContent = 'entry: ' + text;
+    list.appendChild(li);
+  });
   problems.slice(0, 8).forEach(p => {
     const li = document.createElement('li');
     li.setAttribute('data-ship', String(p.ship));
@@ -169,20 +174,20 @@ function moved(id, dh, ds, dc) {
     return {why: 'ship ' + id + ' (' + info.sections + ' sections) would leave the quay (sections ' + first + '-' + last + '): it is back where it was'};
   return {entry: next};
 }
-function apply(id, dh, ds, dc) {
+function apply(id, dh, ds, dc, dropped) {
   const m = moved(id, dh, ds, dc || 0);
   if (m.why) { say(m.why); draw(); return false; }
   say('');
-  commit(S.plan.map(e => (e.ship === id ? m.entry : e)));
+  commit(S.plan.map(e => (e.ship === id ? m.entry : e)), false, dropped);
   return true;
 }
-function commit(plan, fromHistory) {
+function commit(plan, fromHistory, now) {
   if (!fromHistory) { undo.push(S.plan); redo = []; }
   S.plan = plan;
   root.setAttribute('data-pending', '1');   // cleared when the answer for this draft is drawn (tests wait on it)
   publish();
   clearTimeout(timer);
-  timer = setTimeout(ask, 120);   // one call for a burst of key presses
+  timer = setTimeout(ask, now ? 0 : 120);   // a drop asks at once; a burst of key presses makes one call
   drawStatus();
   drawButtons();
 }
@@ -258,7 +263,7 @@ function drop(ev) {
   const d = drag;
   drag = null;
   float.style.display = 'none';
-  if (d.dh || d.ds) apply(d.id, d.dh, d.ds, 0);
+  if (d.dh || d.ds) apply(d.id, d.dh, d.ds, 0, true);
   // The keys work on the ship just dropped or clicked (the browser moves the focus as the press ends).
   setTimeout(refocusSoon, 0);
 }
