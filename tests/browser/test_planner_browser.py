@@ -177,6 +177,12 @@ def test_undo_redo_reset_lock_and_a_ship_off_the_quay_snaps_back(play_app, new_p
     editor_button(page, "reset").click()
     settled(page)
     assert placed(table_plan(page), 5)["berth_hour"] == 54
+    # The server gone (restarted, the connection dropped): the page says so and the draft stays on the chart.
+    page.route(re.compile(r"/component_server"), lambda route: route.abort())
+    drag(page, 3, 4, 0)
+    expect(page.locator(f"{EDITOR} .pl-msg")).to_contain_text("The server did not answer")
+    expect(status).to_contain_text("ship 3 STEEN, hour 40")
+    expect(status).to_contain_text("not redrawn")
 
 
 def test_a_phone_taps_and_nudges_every_ship_to_the_optimum(play_app, browser_context):

@@ -202,8 +202,9 @@ async function ask() {
   try {
     const answer = await server.draft({task_id: S.task_id, plan: JSON.stringify(S.plan), start: S.start, start_name: S.start_name});
     if (mine !== seq) return;
-    if (answer && answer.error) { say(answer.error); stale = false; }
-    else if (answer) { S.svg = answer.svg; S.problems = answer.problems; S.summary = answer.summary; stale = false; }
+    if (!answer || typeof answer !== 'object') throw new Error('no answer');
+    if (answer.error) { say(answer.error); stale = false; }
+    else { S.svg = answer.svg; S.problems = answer.problems; S.summary = answer.summary; stale = false; }
   } catch (err) {
     if (mine !== seq) return;
     stale = true;

@@ -55,11 +55,11 @@ TEMPLATE = """<div class="pl">
 <button type="button" data-act="s+1" aria-label="one section up the quay">▲ sect.</button>
 <button type="button" data-act="s-1" aria-label="one section down the quay">▼ sect.</button>
 </div>
-<div class="pl-chart"></div>
-<div class="pl-float" aria-hidden="true"></div>
 <div class="pl-status" role="status" aria-live="polite"></div>
 <div class="pl-msg" aria-live="assertive"></div>
-<ul class="pl-problems"></ul>
+<div class="pl-chart"></div>
+<div class="pl-float" aria-hidden="true"></div>
+<ul class="pl-problems" aria-label="What breaks in the draft"></ul>
 </div>"""
 
 CSS = """

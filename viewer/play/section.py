@@ -109,8 +109,9 @@ def build_play_section(ctx: AppContext) -> PlaySection:
             if ctx.settings.space_id:  # off a Space a LoginButton cannot work (gradio-and-hub notes)
                 gr.LoginButton("Sign in with Hugging Face to play under your name")
         with gr.Column(scale=7, min_width=300, elem_id="play-view"):
-            brief = gr.Markdown(_brief(task, picker.task.value), elem_id="play-brief")
+            # The chart first: it is where the planning happens; what changed this week is under it.
             planner = build_planner(lambda task_id: ctx.task_for(task_id, None), picker.task.value or "")
+            brief = gr.Markdown(_brief(task, picker.task.value), elem_id="play-brief")
             with gr.Accordion("The situation, as a model reads it", open=False, elem_id="play-situation-box"):
                 situation = gr.Markdown(_situation(task), elem_id="play-situation")
             grade = gr.Markdown(elem_id="play-grade")
