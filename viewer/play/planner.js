@@ -118,6 +118,7 @@ function drawStatus() {
   const sum = S.summary || {};
   const moved = S.plan.filter(e => !same(e, entry(S.start, e.ship))).length;
   const parts = [];
+  if (sel === null) parts.push('Drag a ship along the hours or the quay, or tap one to select it and use the buttons');
   if (sel !== null) {
     const e = entry(S.plan, sel), info = shipInfo(sel);
     if (e) parts.push('Selected: ship ' + sel + ' ' + info.name + ', hour ' + e.berth_hour + ', section ' + e.section

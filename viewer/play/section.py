@@ -52,6 +52,12 @@ CSS = """
 @media (max-width: 768px) {
   /* min-width: 0 above keeps wide charts from overflowing, but also stops Gradio's columns from wrapping */
   #play-row {flex-direction: column}
+  /* On a phone the two columns become one list: the picker, then the chart (where the planning happens), then
+     Check and Submit, the table, and the task's brief. */
+  #play-form, #play-view {display: contents}
+  #play-planner {order: 1}
+  #play-buttons, #play-verdict, #play-restart, #play-table, #play-json-box {order: 2}
+  #play-brief, #play-situation-box, #play-grade, #play-optimal {order: 3}
 }
 @media (max-width: 640px) {
   #play-table th, #play-table td {font-size: 12px}
