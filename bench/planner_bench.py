@@ -55,7 +55,9 @@ _DRAG = """async ([ship, moves]) => {
   const t = performance.now();
   host.dispatchEvent(at('pointerup', x0 + 3 * moves, y0));
   await new Promise(r => { const w = () => document.querySelector('#play-planner .pl[data-pending]') ? setTimeout(w, 5) : r(); w(); });
-  return {handler, frames: frames.slice(1), drop: performance.now() - t};
+  const root = document.querySelector('#play-planner .pl');
+  return {handler, frames: frames.slice(1), drop: performance.now() - t,
+          call: Number(root.getAttribute('data-call-ms')), draw: Number(root.getAttribute('data-draw-ms'))};
 }"""
 
 
@@ -96,7 +98,8 @@ def browser_side(task_id: str, moves: int) -> None:
         ships = page.locator("#play-planner rect.ship").count()
         result = page.evaluate(_DRAG, [0, moves])
         print(f"browser, {ships} ships: pointermove handler with its layout {_stats(result['handler'])}; "
-              f"frame while dragging {_stats(result['frames'])}; drop to problems drawn {result['drop']:.0f} ms")
+              f"frame while dragging {_stats(result['frames'])}; drop to problems drawn {result['drop']:.0f} ms "
+              f"(the server call {result['call']:.0f} ms, drawing {result['draw']:.0f} ms)")
         browser.close()
 
 

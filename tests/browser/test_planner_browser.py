@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -95,11 +96,15 @@ def in_reach(page: Page, pending: list[tuple[int, int, int, int]]):
         yield pending.pop(index)
 
 
-def table_plan(page: Page) -> list[dict]:
-    """The plan the table (the second view of the draft) holds, read through its JSON box."""
+def table_plan(page: Page, expected: list[dict] | None = None) -> list[dict]:
+    """The plan the table (the second view of the draft) holds, read through its JSON box; with `expected`, once
+    it shows that plan (the table follows the chart a moment after the problems are drawn)."""
     box = page.locator("#play-json textarea")
     if not box.is_visible():
         page.get_by_text("Plan as JSON").click()
+    deadline = time.monotonic() + WAIT / 1000
+    while expected is not None and json.loads(box.input_value() or "[]") != expected and time.monotonic() < deadline:
+        page.wait_for_timeout(100)
     return json.loads(box.input_value())
 
 
@@ -138,7 +143,8 @@ def test_a_laptop_drags_every_ship_to_the_optimum_with_mouse_and_keys(play_app, 
         assert_overlay_agrees(page, task, draft)
         if number == 1:
             shot(page, "2-dragging-1440x900")
-    assert table_plan(page) == sorted(task["reference"]["optimal_plan"], key=lambda e: e["ship"])
+    optimum = sorted(task["reference"]["optimal_plan"], key=lambda e: e["ship"])
+    assert table_plan(page, optimum) == optimum
     assert shown(page)["red"] == []
     expect(page.locator(f"{EDITOR} .pl-chart svg")).to_contain_text("no rule broken")
     # Only check_plan tells the cost: neither the chart nor its hovers show a number for it.
@@ -176,7 +182,7 @@ def test_undo_redo_reset_lock_and_a_ship_off_the_quay_snaps_back(play_app, new_p
     expect(status).to_contain_text("hour 74")
     editor_button(page, "reset").click()
     settled(page)
-    assert placed(table_plan(page), 5)["berth_hour"] == 54
+    assert placed(table_plan(page, published_plan(task)), 5)["berth_hour"] == 54
     # The server gone (restarted, the connection dropped): the page says so and the draft stays on the chart.
     page.route(re.compile(r"/component_server"), lambda route: route.abort())
     drag(page, 3, 4, 0)
@@ -203,7 +209,8 @@ def test_a_phone_taps_and_nudges_every_ship_to_the_optimum(play_app, browser_con
             assert_overlay_agrees(page, task, draft)
             if number == 0:
                 shot(page, "2-selected-390x844")
-        assert table_plan(page) == sorted(task["reference"]["optimal_plan"], key=lambda e: e["ship"])
+        optimum = sorted(task["reference"]["optimal_plan"], key=lambda e: e["ship"])
+        assert table_plan(page, optimum) == optimum
         shot(page, "3-feasible-390x844")
         record = submit_and_read(page, play_app)
         assert record["model"] == "human" and record["final"]["grade"]["feasible"] is True
@@ -223,13 +230,13 @@ def test_try_to_beat_a_models_rollout_from_its_share_page_is_saved_as_the_centau
     settled(page)
     task = load_pack().get(TASK_ID)
     naive = sorted(task["reference"]["naive_plan"], key=lambda e: e["ship"])
-    assert table_plan(page) == naive
+    assert table_plan(page, naive) == naive
     shot(page, "5-try-to-beat-1440x900")
     # One ship moved on the chart (ship 0 an hour later), the rest as the model left them; then submitted.
     drag(page, 0, 1, 0)
     draft = [dict(e, berth_hour=e["berth_hour"] + 1) if e["ship"] == 0 else dict(e) for e in naive]
     assert_overlay_agrees(page, task, draft)
-    assert table_plan(page) == draft
+    assert table_plan(page, draft) == draft
     page.locator("#play-submit").click()
     expect(verdict).to_contain_text("Submitted · reward", timeout=30000)
     episode_id = re.search(r"rollout `?([0-9a-f]{12})", verdict.inner_text()).group(1)

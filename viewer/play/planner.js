@@ -46,6 +46,7 @@ function plotOf(svg) {
 }
 function draw() {
   if (!S) return;
+  const began = performance.now();
   host.innerHTML = S.svg || '';
   const svg = host.querySelector('svg');
   if (svg) {
@@ -65,6 +66,7 @@ function draw() {
   drawProblems();
   drawStatus();
   drawButtons();
+  root.setAttribute('data-draw-ms', String(Math.round(performance.now() - began)));
 }
 // The selected ship is drawn over the others, so a ship dropped onto another can be picked up again.
 function lift(svg) {
@@ -186,22 +188,26 @@ function commit(plan, fromHistory, now) {
   if (!fromHistory) { undo.push(S.plan); redo = []; }
   S.plan = plan;
   root.setAttribute('data-pending', '1');   // cleared when the answer for this draft is drawn (tests wait on it)
-  publish();
+  publish(false);
   clearTimeout(timer);
   timer = setTimeout(ask, now ? 0 : 120);   // a drop asks at once; a burst of key presses makes one call
   drawStatus();
   drawButtons();
 }
-function publish() {
+// The value (what Check and Submit read) changes at once; the table follows once the problems are drawn, so its
+// event does not hold up the problems' call on a busy server.
+function publish(tell) {
   props.value = JSON.stringify({task_id: S.task_id, plan: S.plan, locked: S.locked, start: S.start,
                                 start_name: S.start_name});
-  trigger('edit');
+  if (tell !== false) trigger('edit');
 }
 async function ask() {
   const mine = ++seq, asked = S.plan;
   root.setAttribute('data-busy', '1');
   try {
+    const sent = performance.now();
     const answer = await server.draft({task_id: S.task_id, plan: JSON.stringify(S.plan), start: S.start, start_name: S.start_name});
+    root.setAttribute('data-call-ms', String(Math.round(performance.now() - sent)));  // read by bench/planner_bench.py
     if (mine !== seq) return;
     if (!answer || typeof answer !== 'object') throw new Error('no answer');
     if (answer.error) { say(answer.error); stale = false; }
@@ -216,6 +222,7 @@ async function ask() {
       root.removeAttribute('data-busy');
       if (asked === S.plan) root.removeAttribute('data-pending');  // else an edit came since: its answer is due
       draw();
+      trigger('edit');
     }
   }
 }

@@ -72,7 +72,7 @@ CSS = """
 #play-planner button[aria-pressed=true] {background: #fde7c8}
 #play-planner .pl-chart {touch-action: pan-y; user-select: none; -webkit-user-select: none}
 #play-planner .pl-chart svg {width: 100%; height: auto; display: block}
-#play-planner .pl-chart rect[data-ship] {cursor: grab}
+#play-planner .pl-chart rect[data-ship] {cursor: grab; touch-action: none}  /* a finger on a ship drags it */
 /* What is drawn over the ships (crane outages, arrows, marks, labels) lets a press through to the ship below. */
 #play-planner .pl-chart svg path, #play-planner .pl-chart svg text, #play-planner .pl-chart rect.outage {
   pointer-events: none}
