@@ -85,7 +85,13 @@ CSS = """
 #play-planner .pl-msg {color: #b3261e; min-height: 1em}
 #play-planner .pl-problems {margin: 2px 0 0 18px; padding: 0; color: #8a1c14}
 #play-planner .pl-problems li {cursor: pointer}
-@media (max-width: 640px) {#play-planner .pl-nudge button {flex: 1 1 30%; min-height: 42px}}
+@media (max-width: 640px) {
+  /* On a phone the nudge buttons sit under the chart, in reach of the thumb that tapped the ship. */
+  #play-planner .pl {display: flex; flex-direction: column}
+  #play-planner .pl-nudge {order: 5; margin-top: 6px}
+  #play-planner .pl-problems {order: 6}
+  #play-planner .pl-nudge button {flex: 1 1 30%; min-height: 42px}
+}
 """
 
 
