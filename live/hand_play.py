@@ -43,16 +43,23 @@ MAX_OPEN = 32
 MAX_PER_VISITOR = 3
 FINISHED_KEPT = 256  # ended episodes remembered, so a late call hears "over" rather than "unknown"
 _USERNAME = re.compile(r"[^A-Za-z0-9._-]")
+_MODEL = re.compile(r"[^A-Za-z0-9._:/@+-]")  # a model spec's alphabet (provider:name@route)
 
 
 class PlayError(RuntimeError):
     """A play request that cannot be done; the message is for the person (plain text)."""
 
 
-def human_model(username: str | None = None) -> str:
-    """`human`, or `human:<Hub username>` for a signed-in person (the name cut to a safe alphabet)."""
+def human_model(username: str | None = None, improving: str | None = None) -> str:
+    """`human`, or `human:<Hub username>` for a signed-in person (the name cut to a safe alphabet); a person who
+    started from a model's plan is `human+<model>` (the centaur row: people improving that model), and one who
+    started from another person's plan is a person still (`human`, not `human+human`)."""
     name = _USERNAME.sub("", username or "")[:64]
-    return f"{HUMAN}:{name}" if name else HUMAN
+    person = f"{HUMAN}:{name}" if name else HUMAN
+    base = _MODEL.sub("", improving or "")[:120]
+    if not base or base == HUMAN or base.startswith((f"{HUMAN}:", f"{HUMAN}+")):
+        return person
+    return f"{HUMAN}+{base}"
 
 
 @dataclass
@@ -106,9 +113,11 @@ class PlayRegistry:
 
     # -- playing ---------------------------------------------------------------------------------------------
 
-    def start(self, task_id: str, *, owner: str, visitor: str | None = None, model: str = HUMAN) -> HandEpisode:
+    def start(self, task_id: str, *, owner: str, visitor: str | None = None, model: str = HUMAN,
+              player: dict | None = None) -> HandEpisode:
         """Open an episode on `task_id` for `owner` (who may play it), counted for `visitor` (default: the owner);
-        PlayError when the task is unknown or a cap is reached."""
+        PlayError when the task is unknown or a cap is reached. `player` goes into the record as is: what the
+        person had to plan with (`aids`) and the plan they started from (`start`)."""
         task_id = task_id.strip() if isinstance(task_id, str) else ""
         if not valid_task_id(task_id):
             raise PlayError("Pick a task first." if not task_id else "That task id is malformed.")
@@ -118,6 +127,8 @@ class PlayRegistry:
         try:
             episode = self._open_episode(task_id, owner, model)
             episode.visitor = visitor
+            if player:
+                episode.record["player"] = dict(player)
         except BaseException:
             self._give_back(visitor)
             raise

@@ -90,6 +90,7 @@ RECORD_FEATURES: dict[str, dict[str, str]] = {
     "provider_switches": {"list": "string"},
     "app_version": {"dtype": "string"},
     "regrade": {"dtype": "json"},
+    "player": {"dtype": "json"},
 }
 
 _BODY = """\

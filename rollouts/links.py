@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from rollouts import settings
 
@@ -59,3 +59,9 @@ def rollout_page(episode_id: str, base: str | None = None) -> str:
 def app_link(query: str, base: str | None = None) -> str:
     """A link into the app with URL keys (`episode=...`, `tab=browse&rollout=...`)."""
     return f"{(base or '').rstrip('/')}/?{query}"
+
+
+def beat_query(task_id: str, episode_id: str) -> str:
+    """The URL keys of "Try to beat this": Play on the rollout's task, its last plan loaded (viewer/play reads
+    them back)."""
+    return urlencode({"tab": "play", "task": task_id, "from": episode_id})

@@ -188,7 +188,8 @@ class Record:
 
     @property
     def human(self) -> bool:
-        return self.model == "human" or self.model.startswith("human:")
+        """Played by a person: `human`, `human:<user>`, or `human+<model>` (a person improving a model's plan)."""
+        return self.model == "human" or self.model.startswith(("human:", "human+"))
 
     # -- the outcome -------------------------------------------------------------------------------------------
 

@@ -129,6 +129,7 @@ class RecordSchema(_Strict):
     provider_switches: NotRequired[list[str]]
     app_version: NotRequired[str]
     regrade: NotRequired[dict]  # the grade under a later grader, beside the original (rollouts.regrade)
+    player: NotRequired[dict]  # a hand-played rollout: the aids the person had and the plan they started from
 
 
 _RECORD = pydantic.TypeAdapter(RecordSchema)

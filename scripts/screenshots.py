@@ -185,7 +185,7 @@ def play_screens(page: Page, url: str, out: Path, size: str) -> list[Path]:
     task = load_pack().get(PLAYED)
     saved = []
     page.goto(f"{url}?tab=play")
-    expect(page.locator("#play-chart .js-plotly-plot")).to_be_visible(timeout=30000)
+    expect(page.locator("#play-planner svg")).to_be_visible(timeout=30000)
     page.locator("#play-task input").fill(PLAYED)
     page.get_by_role("option").filter(has_text=PLAYED).first.click()
     expect(page.locator("#play-brief")).to_contain_text(PLAYED)
@@ -195,7 +195,7 @@ def play_screens(page: Page, url: str, out: Path, size: str) -> list[Path]:
     cell.dblclick()
     cell.locator("textarea").fill("80")
     cell.locator("textarea").press("Enter")
-    expect(page.locator("#play-chart")).to_contain_text("Your draft", timeout=30000)
+    expect(page.locator("#play-planner")).to_contain_text("Your draft", timeout=30000)
     page.locator("#play-check").click()
     expect(page.locator("#play-verdict")).to_contain_text("check 1 of 10", timeout=30000)
     page.wait_for_timeout(600)

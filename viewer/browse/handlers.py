@@ -16,6 +16,7 @@ from rollouts.archive import RolloutNotFound
 from rollouts.board_text import board_notes, price_note
 from rollouts.filters import BY_NAME, FILTERS, PAGE_SIZE
 from rollouts.frontier import frontier
+from rollouts.links import beat_query
 from rollouts.matches import vote_tally
 from rollouts.record import Record
 from rollouts.sources import SourceError
@@ -300,13 +301,20 @@ def detail_view(section: BrowseSection, state: BrowseState, base: str | None, vi
     picks = [(f"B: {r['model']} · {float(r['reward'] or 0):.3f} · {r['episode_id']}", str(r["episode_id"]))
              for r in others]
     return {section.detail: gr.Column(visible=True), section.message: " ".join(filter(None, (note, refused))),
-            section.head: detail_header(view, row), section.title: page_title(view),
+            section.head: detail_header(view, row) + _beat_line(ctx, view, task, base), section.title: page_title(view),
             section.share: ctx.rollout_link(state.rollout, base),
             section.export_json: download,
             section.compare_pick: gr.Dropdown(choices=picks, value=state.compare or None,
                                               label=f"Compare A with B: {len(picks)} more rollouts of this task"),
             **stored_rollout(section.panel, view, task),
             **(flag_form(ctx, section.flags, state.rollout, view) if section.flags else {})}
+
+
+def _beat_line(ctx: Any, view: Record, task: dict | None, base: str | None) -> str:
+    """"Try to beat this": Play on the rollout's task with its last plan loaded (where the plan can be drawn)."""
+    if task is None or not view.plan_steps:
+        return ""
+    return f"\n\n[▶ Try to beat this in Play]({ctx.share_link(beat_query(view.task_id, view.episode_id), base)})"
 
 
 def _record_download(ctx: Any, episode_id: str, view: Record, visitor: str) -> tuple[gr.DownloadButton, str]:

@@ -137,8 +137,11 @@ def _draw(scene: Scene) -> tuple[int, int, str]:
 def _quay(scene: Scene, panel: Panel, plot: _Plot) -> list[str]:
     """One plan over the quay, stacked as plotly stacks it: the quay's facts, the grid, ships, published
     positions and arrows, labels, marks, outages, notes."""
-    out = [f'<rect x="{plot.left}" y="{plot.top:.1f}" width="{plot.width}" height="{plot.height}" fill="white" '
-           f'stroke="{GRID}"/>']
+    # data-plot: the panel's pixels and the data range they show, for the Play tab's editor to turn a drag into
+    # hours and sections (viewer/play/planner.js).
+    out = [f'<rect class="plot" x="{plot.left}" y="{plot.top:.1f}" width="{plot.width}" height="{plot.height}" '
+           f'fill="white" stroke="{GRID}" data-plot="{plot.left} {plot.top:.1f} {plot.width} {plot.height} '
+           f'{plot.x_lo} {plot.x_hi} {plot.y_lo} {plot.y_hi}"/>']
     out += _boxes(panel.boxes, plot, "below")
     out += [f'<line x1="{plot.x(t):.1f}" y1="{plot.top:.1f}" x2="{plot.x(t):.1f}" y2="{plot.bottom:.1f}" '
             f'stroke="{GRID}"/>' for t in scene.x.ticks if scene.x.lo < t < scene.x.hi]
@@ -146,7 +149,8 @@ def _quay(scene: Scene, panel: Panel, plot: _Plot) -> list[str]:
     out += _moves(panel, plot)
     # 9 px, not plotly's 10: the labels were fitted to Open Sans widths, and Arial's (Liberation's) run wider.
     out += [f'<text x="{plot.x(lb.x):.1f}" y="{plot.y(lb.y) + 3.2:.1f}" font-size="9" fill="{lb.colour}" '
-            f'text-anchor="middle" pointer-events="none">{text(lb.text)}</text>' for lb in panel.labels if lb.text]
+            f'text-anchor="middle" pointer-events="none"{_ship_key(lb.key) if lb.group == "ships" else ""}>'
+            f'{text(lb.text)}</text>' for lb in panel.labels if lb.text]
     for marks in panel.marks:
         out += [f'<path d="{_symbol(marks.symbol, plot.x(x), plot.y(y))}" fill="{marks.colour}" stroke="white">'
                 f'{_title(hover)}</path>' for x, y, hover in marks.points]
@@ -169,13 +173,20 @@ def _boxes(boxes: Sequence[Box], plot: _Plot, layer: str) -> list[str]:
         # fill- and stroke-opacity, not opacity: resvg draws an element with `opacity` on a canvas of its own.
         style += f' fill-opacity="{box.opacity}" stroke-opacity="{box.opacity}"' if box.opacity != 1 else ""
         # The class says what the box is (ship, tail, closed, alongside, wind, outage), for a page's CSS and tests.
-        out.append(f'<rect class="{text(box.name.split(":")[0])}" {where} fill="{box.fill}"{style}>{_title(box.tip)}</rect>')
+        kind, _, key = box.name.partition(":")
+        ship = _ship_key(key) if kind in ("ship", "tail") else ""
+        out.append(f'<rect class="{text(kind)}"{ship} {where} fill="{box.fill}"{style}>{_title(box.tip)}</rect>')
         if box.label:
             cx, cy = plot.x((box.x0 + box.x1) / 2), plot.y((box.y0 + box.y1) / 2)
             turn = f' transform="rotate(-90 {cx:.1f} {cy:.1f})"' if box.label_vertical else ""
             out.append(f'<text x="{cx:.1f}" y="{cy + 3.5:.1f}" font-size="10" fill="{box.label_colour}" '
                        f'text-anchor="middle" pointer-events="none"{turn}>{text(box.label)}</text>')
     return out
+
+
+def _ship_key(key: Any) -> str:
+    """The ship a shape belongs to, as an attribute: its box, its tail and its label move together in an editor."""
+    return f' data-ship="{int(key)}"' if str(key).lstrip("-").isdigit() else ""
 
 
 def _moves(panel: Panel, plot: _Plot) -> list[str]:

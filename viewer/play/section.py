@@ -13,8 +13,9 @@ keyed by component.
 
 from __future__ import annotations
 
+import json
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
@@ -24,11 +25,14 @@ from berth_env.baselines import published_plan
 from berth_env.texts import situation_text
 from live.hand_play import HandEpisode, PlayError, human_model
 from rollouts.record import Record
-from viewer.chart import berth_chart, optimum_chart, preview_chart, read_plan
+from viewer.chart import optimum_chart
 from viewer.context import AppContext
 from viewer.markdown import escape_cell, escape_md, fmt_num
 from viewer.play import api as play_api
 from viewer.play.plan_table import DATATYPES, HEADERS, TableError, json_rows, plan_json, plan_rows, rows_plan
+from viewer.play.planner import AIDS, build_planner, edited_plan, planner_value
+from viewer.play.planner import CSS as PLANNER_CSS
+from viewer.play.start_plans import StartPlan, published_start, start_plan
 from viewer.sections import Page, Route, Section
 from viewer.summary import grade_panel
 from viewer.task_picker import TaskPicker, build_task_picker, wire_task_picker
@@ -39,9 +43,10 @@ from viewer.wiring import base_url, bind, unchanged
 log = logging.getLogger(__name__)
 
 DEFAULT_TASK = "dock-24B-w06x1-standard-0"
-HOW_TO = ("Edit the table (berth hour, first section, cranes; an empty cranes cell means the ship's standard "
-          "count): the chart follows. **Check** tells you what breaks and what it costs; **Submit** is graded "
-          "once against the proven optimum (reward 1.0).")
+HOW_TO = ("**Drag a ship** on the chart along the hours or the quay (or select it and use the arrow keys, Shift "
+          "for 6 hours, or the nudge buttons; + / − change its cranes). What breaks shows as you edit, in red; the "
+          "table below is the same plan. **Check** tells you what it costs (10 checks); **Submit** is graded once "
+          "against the proven optimum (reward 1.0).")
 VIOLATIONS_SHOWN = 6
 CSS = """
 #play-buttons button {min-height: 42px; white-space: nowrap}
@@ -49,11 +54,17 @@ CSS = """
 @media (max-width: 768px) {
   /* min-width: 0 above keeps wide charts from overflowing, but also stops Gradio's columns from wrapping */
   #play-row {flex-direction: column}
+  /* On a phone the two columns become one list: the picker, then the chart (where the planning happens), then
+     Check and Submit, the table, and the task's brief. */
+  #play-form, #play-view {display: contents}
+  #play-planner {order: 1}
+  #play-buttons, #play-verdict, #play-restart, #play-table, #play-json-box {order: 2}
+  #play-brief, #play-situation-box, #play-grade, #play-optimal {order: 3}
 }
 @media (max-width: 640px) {
   #play-table th, #play-table td {font-size: 12px}
 }
-"""
+""" + PLANNER_CSS
 
 
 @dataclass
@@ -70,17 +81,17 @@ class PlaySection:
     load_json: gr.Button
     brief: gr.Markdown
     situation: gr.Markdown
-    chart: gr.Plot
+    planner: gr.HTML  # the berth chart as the editor (planner.py); its value holds the draft
     grade: gr.Markdown
     optimal: gr.Plot
     episode: gr.State  # {"id", "task_id"} of this page's open episode, or None
-    checked: gr.State  # the plan of the last check (the chart marks ships changed since), or None
+    origin: gr.State  # where the draft started: {"task_id", "from", "model"?} (start_plans.StartPlan.player)
 
     @property
     def task_outputs(self) -> list[Any]:
         """Everything showing another task (or starting over) changes."""
-        return [self.brief, self.situation, self.table, self.plan_json, self.chart, self.verdict, self.grade,
-                self.optimal, self.check_button, self.submit_button, self.episode, self.checked]
+        return [self.brief, self.situation, self.table, self.plan_json, self.planner, self.verdict, self.grade,
+                self.optimal, self.check_button, self.submit_button, self.episode, self.origin]
 
 
 # -- building --------------------------------------------------------------------------------------------------
@@ -106,15 +117,15 @@ def build_play_section(ctx: AppContext, page: Page) -> PlaySection:
             if ctx.settings.space_id:  # off a Space a LoginButton cannot work (gradio-and-hub notes)
                 gr.LoginButton("Sign in with Hugging Face to play under your name")
         with gr.Column(scale=7, min_width=300, elem_id="play-view"):
+            # The chart first: it is where the planning happens; what changed this week is under it.
+            planner = build_planner(lambda task_id: ctx.task_for(task_id, None), picker.task.value or "")
             brief = gr.Markdown(_brief(task, picker.task.value), elem_id="play-brief")
-            chart = gr.Plot(preview_chart(task) if task else None, show_label=False, elem_id="play-chart",
-                            elem_classes=["berth-chart"])
             with gr.Accordion("The situation, as a model reads it", open=False, elem_id="play-situation-box"):
                 situation = gr.Markdown(_situation(task), elem_id="play-situation")
             grade = gr.Markdown(elem_id="play-grade")
             optimal = gr.Plot(visible=False, show_label=False, elem_id="play-optimal", elem_classes=["berth-chart"])
     section = PlaySection(ctx, picker, picker.task, check_button, submit_button, restart_button, verdict, table,
-                          plan_json, load_json, brief, situation, chart, grade, optimal, gr.State(None),
+                          plan_json, load_json, brief, situation, planner, grade, optimal, gr.State(None),
                           gr.State(None))
     _wire(section)
     return section
@@ -127,16 +138,16 @@ def _wire(s: PlaySection) -> None:
         changed.then(bind(show_task, s), shown, s.task_outputs, **private)
     s.task.input(bind(show_task, s), shown, s.task_outputs, **private)
     s.restart_button.click(bind(start_over, s), shown, s.task_outputs, **private)
-    s.table.input(bind(follow_table, s), [s.task, s.table, s.checked], [s.chart, s.verdict, s.plan_json],
+    s.table.input(bind(follow_table, s), [s.task, s.table, s.planner], [s.planner, s.verdict, s.plan_json],
                   show_progress="hidden", **private)
-    s.load_json.click(bind(load_plan_json, s), [s.task, s.plan_json, s.checked], [s.table, s.chart, s.verdict],
+    s.planner.edit(bind(follow_planner, s), [s.task, s.planner], [s.table, s.plan_json, s.verdict],
+                   show_progress="hidden", **private)
+    s.load_json.click(bind(load_plan_json, s), [s.task, s.plan_json, s.planner], [s.table, s.planner, s.verdict],
                       **private)
-    played = [s.task, s.table, s.episode]
-    s.check_button.click(bind(check_table, s), played,
-                         [s.verdict, s.chart, s.check_button, s.episode, s.checked], **private)
+    played = [s.task, s.table, s.planner, s.episode, s.origin]
+    s.check_button.click(bind(check_table, s), played, [s.verdict, s.check_button, s.episode], **private)
     s.submit_button.click(bind(submit_table, s), played,
-                          [s.verdict, s.chart, s.grade, s.optimal, s.check_button, s.submit_button, s.episode],
-                          **private)
+                          [s.verdict, s.grade, s.optimal, s.check_button, s.submit_button, s.episode], **private)
 
 
 # -- handlers ----------------------------------------------------------------------------------------------------
@@ -154,20 +165,34 @@ def start_over(section: PlaySection, task_id: str, episode: dict | None, request
     return _fresh(section, task_id, _owner(request))
 
 
-def follow_table(section: PlaySection, task_id: str, rows: Any, checked: list | None) -> dict:
-    """The table was edited: the chart follows, without verdicts (those come from a check)."""
+def follow_table(section: PlaySection, task_id: str, rows: Any, draft: str | None) -> dict:
+    """The table was edited: the chart follows, with the draft's rule problems and without its cost."""
     task = section.ctx.task_for((task_id or "").strip(), None)
     if task is None:
-        return unchanged(section.chart)
+        return unchanged(section.planner)
     try:
         plan = _table_plan(task, rows)
     except (TableError, InputTooLarge) as exc:
         return {section.verdict: f"⚠️ {escape_md(exc)}"}
-    return {section.chart: draft_chart(task, plan, checked), section.verdict: HOW_TO,
+    return {section.planner: _redrawn(task, plan, draft), section.verdict: HOW_TO,
             section.plan_json: plan_json(plan)}
 
 
-def load_plan_json(section: PlaySection, task_id: str, text: str, checked: list | None) -> dict:
+def follow_planner(section: PlaySection, task_id: str, draft: str | None) -> dict:
+    """A ship was moved on the chart: the table and the JSON box follow. The plan is read like any plan a visitor
+    sends (the one size limit, the plan parser); one that cannot be read changes nothing and says why."""
+    task = section.ctx.task_for((task_id or "").strip(), None)
+    try:
+        edited_task, plan, _ = edited_plan(draft)
+        if task is None or edited_task != task.get("task_id"):
+            return unchanged(section.table)
+        rows = plan_rows(task, plan)
+    except (TableError, InputTooLarge, ValueError) as exc:
+        return {section.verdict: f"⚠️ That draft cannot be read: {escape_md(exc)}"}
+    return {section.table: rows, section.plan_json: plan_json(rows_plan(task, rows))}
+
+
+def load_plan_json(section: PlaySection, task_id: str, text: str, draft: str | None) -> dict:
     task = section.ctx.task_for((task_id or "").strip(), None)
     if task is None:
         return {section.verdict: "⚠️ Pick a task first."}
@@ -177,32 +202,30 @@ def load_plan_json(section: PlaySection, task_id: str, text: str, checked: list 
         plan = rows_plan(task, rows)
     except (TableError, InputTooLarge) as exc:
         return {section.verdict: f"⚠️ That plan cannot be read: {escape_md(exc)}"}
-    return {section.table: rows, section.chart: draft_chart(task, plan, checked),
-            section.verdict: "The pasted plan is in the table. **Check** it or **Submit** it."}
+    return {section.table: rows, section.planner: _redrawn(task, plan, draft),
+            section.verdict: "The pasted plan is on the chart and in the table. **Check** it or **Submit** it."}
 
 
-def check_table(section: PlaySection, task_id: str, rows: Any, episode: dict | None, request: gr.Request,
-                profile: gr.OAuthProfile | None = None) -> dict:
-    """Send the table to check_plan (opening the episode on the first call) and draw what the server found."""
+def check_table(section: PlaySection, task_id: str, rows: Any, draft: str | None, episode: dict | None,
+                origin: dict | None, request: gr.Request, profile: gr.OAuthProfile | None = None) -> dict:
+    """Send the draft to check_plan (opening the episode on the first call): the cost, or what breaks."""
     try:
-        task, plan, played = _play(section, task_id, rows, episode, request, profile)
+        task, plan, played = _play(section, task_id, rows, draft, episode, origin, request, profile)
         result = section.ctx.plays.check(played.episode_id, played.owner, plan)
     except (TableError, InputTooLarge, PlayError) as exc:
         return {section.verdict: f"⚠️ {escape_md(exc)}"}
     number = len(Record(played.record).checks)
     out = {section.verdict: check_markdown(task, result, number, played.max_checks),
            section.check_button: gr.Button(_check_label(played.checks_left), interactive=played.checks_left > 0),
-           section.episode: {"id": played.episode_id, "task_id": played.task_id}, section.checked: plan}
-    if "error" not in result:
-        out[section.chart] = berth_chart(task, plan, title=f"Check {number} · {_verdict_words(result)}")
+           section.episode: {"id": played.episode_id, "task_id": played.task_id}}
     return out
 
 
-def submit_table(section: PlaySection, task_id: str, rows: Any, episode: dict | None, request: gr.Request,
-                 profile: gr.OAuthProfile | None = None) -> dict:
-    """Send the table to submit_plan: the grade beside the optimum, and the rollout saved."""
+def submit_table(section: PlaySection, task_id: str, rows: Any, draft: str | None, episode: dict | None,
+                 origin: dict | None, request: gr.Request, profile: gr.OAuthProfile | None = None) -> dict:
+    """Send the draft to submit_plan: the grade beside the optimum, and the rollout saved."""
     try:
-        task, plan, played = _play(section, task_id, rows, episode, request, profile)
+        task, plan, played = _play(section, task_id, rows, draft, episode, origin, request, profile)
         result = section.ctx.plays.submit(played.episode_id, played.owner, plan)
     except (TableError, InputTooLarge, PlayError) as exc:
         return {section.verdict: f"⚠️ {escape_md(exc)}"}
@@ -216,7 +239,6 @@ def submit_table(section: PlaySection, task_id: str, rows: Any, episode: dict | 
              "plan beside the proven optimum is under the chart; **Start over** plays the task again")
     return {section.verdict: f"🏁 **Submitted** · reward **{fmt_num(result.get('reward'))}** · "
                              f"{_verdict_words(result)}\n\n{saved}",
-            section.chart: berth_chart(task, plan, title=f"Submitted · {_verdict_words(result)}"),
             section.grade: grade_panel(played.record, task),
             section.optimal: gr.Plot(optimum_chart(task, plan, label="your plan"), visible=True),
             section.check_button: gr.Button(interactive=False), section.submit_button: gr.Button(interactive=False),
@@ -225,17 +247,17 @@ def submit_table(section: PlaySection, task_id: str, rows: Any, episode: dict | 
 
 # -- pieces ------------------------------------------------------------------------------------------------------
 
-def draft_chart(task: dict, plan: list, checked: list | None) -> Any:
-    """The table's plan with no verdict drawn: the ships where they are, those changed since the last check (or
-    from the published plan, before any) filled orange."""
-    view = read_plan(task, plan)
-    if view.result is None:
-        return berth_chart(task, plan)
-    ships = {i: replace(sr, problems=[]) for i, sr in view.result.ships.items()}
-    blind = replace(view.result, ships=ships, violations=[])
-    since = "since the last check" if checked is not None else "from the published plan"
-    return berth_chart(task, plan, check=blind, previous_plan=checked if checked is not None else published_plan(task),
-                       title=f"Your draft (not checked) · orange: changed {since}")
+def _redrawn(task: dict, plan: list, draft: str | None) -> str:
+    """The editor's value for `plan`, keeping the start plan and the locks of the draft it replaces."""
+    start, start_name, locked = published_plan(task), "the published plan", []
+    try:
+        old = json.loads(draft) if isinstance(draft, str) and draft else {}
+    except ValueError:
+        old = {}
+    if isinstance(old, dict) and old.get("task_id") == task.get("task_id") and isinstance(old.get("start"), list):
+        start, start_name = old["start"], str(old.get("start_name") or start_name)[:80]
+        locked = [s for s in old.get("locked") or [] if isinstance(s, int)]
+    return planner_value(task, plan, start=start, start_name=start_name, locked=locked)
 
 
 def check_markdown(task: dict, result: dict, number: int, max_checks: int) -> str:
@@ -264,14 +286,15 @@ def _verdict_words(result: dict) -> str:
     return f"infeasible · {count} violation{'' if count == 1 else 's'}" if count else "infeasible"
 
 
-def _play(section: PlaySection, task_id: str, rows: Any, episode: dict | None, request: gr.Request,
-          profile: gr.OAuthProfile | None) -> tuple[dict, list, HandEpisode]:
-    """The task, the table's plan, and this page's open episode on it (opened now if there is none)."""
+def _play(section: PlaySection, task_id: str, rows: Any, draft: str | None, episode: dict | None,
+          origin: dict | None, request: gr.Request, profile: gr.OAuthProfile | None) -> tuple[dict, list, HandEpisode]:
+    """The task, the draft's plan (the chart's; the table's when the chart never opened), and this page's open
+    episode on it (opened now if there is none)."""
     task_id = (task_id or "").strip()
     task = section.ctx.task_for(task_id, None)
     if task is None:
         raise PlayError("Pick a task first.")
-    plan = _table_plan(task, rows)
+    plan = _draft_plan(task, rows, draft)
     owner, plays = _owner(request), section.ctx.plays
     if episode and episode.get("task_id") == task_id:
         try:
@@ -279,8 +302,21 @@ def _play(section: PlaySection, task_id: str, rows: Any, episode: dict | None, r
         except PlayError:
             pass  # closed while idle: a new episode, with a fresh budget
     plays.abandon(owner)
-    model = human_model(getattr(profile, "username", None))
-    return task, plan, plays.start(task_id, owner=owner, visitor=visitor_of(request), model=model)
+    start = origin if isinstance(origin, dict) and origin.get("task_id") == task_id else {"from": "published"}
+    model = human_model(getattr(profile, "username", None), improving=start.get("model"))
+    player = {"aids": list(AIDS), "start": {k: v for k, v in start.items() if k != "task_id"}}
+    return task, plan, plays.start(task_id, owner=owner, visitor=visitor_of(request), model=model, player=player)
+
+
+def _draft_plan(task: dict, rows: Any, draft: str | None) -> list:
+    """The plan on the chart when it holds one of this task (read by the plan parser), else the table's."""
+    try:
+        edited_task, plan, _ = edited_plan(draft) if draft else ("", None, [])
+    except ValueError as exc:
+        raise TableError(f"the chart's draft cannot be read: {exc}") from None
+    if plan is not None and edited_task == task.get("task_id"):
+        return rows_plan(task, plan_rows(task, plan))
+    return _table_plan(task, rows)
 
 
 def _table_plan(task: dict, rows: Any) -> list:
@@ -289,17 +325,21 @@ def _table_plan(task: dict, rows: Any) -> list:
     return rows_plan(task, rows)
 
 
-def _fresh(section: PlaySection, task_id: str, owner: str) -> dict:
+def _fresh(section: PlaySection, task_id: str, owner: str, start: StartPlan | None = None, note: str = "") -> dict:
     section.ctx.plays.abandon(owner)
     task_id = (task_id or "").strip()
     task = section.ctx.task_for(task_id, None)
-    return {section.brief: _brief(task, task_id), section.situation: _situation(task), section.table: _rows(task),
-            section.plan_json: _plan_text(task),
-            section.chart: preview_chart(task) if task else None, section.verdict: HOW_TO, section.grade: "",
+    start = start or (published_start(task) if task else None)
+    rows = plan_rows(task, start.plan) if task and start else []
+    return {section.brief: _brief(task, task_id), section.situation: _situation(task), section.table: rows,
+            section.plan_json: plan_json(rows_plan(task, rows)) if rows else "",
+            section.planner: planner_value(task, start.plan, start=start.plan, start_name=start.name)
+            if task and start else "",
+            section.origin: {"task_id": task_id, **start.player} if start else None,
+            section.verdict: note or HOW_TO, section.grade: "",
             section.optimal: gr.Plot(visible=False),
             section.check_button: gr.Button(_check_label(10), interactive=task is not None),
-            section.submit_button: gr.Button(interactive=task is not None), section.episode: None,
-            section.checked: None}
+            section.submit_button: gr.Button(interactive=task is not None), section.episode: None}
 
 
 def _rows(task: dict | None) -> list[list[Any]]:
@@ -328,8 +368,31 @@ def _owner(request: gr.Request | None) -> str:
 
 
 def wire_page_load(section: PlaySection, page: Page, tab: gr.Tab) -> None:
-    """`?tab=play` opens this tab."""
+    """`?tab=play` opens this tab; `&task=<id>&from=<episode id | naive>` opens it on that task with that plan
+    on the chart ("Try to beat this")."""
     page.demo.load(open_if_linked, None, [page.tabs], api_visibility="private", show_progress="hidden", queue=False)
+    page.demo.load(bind(open_linked_plan, section), None, [section.task, *section.task_outputs],
+              api_visibility="private", show_progress="hidden")
+
+
+def open_linked_plan(section: PlaySection, request: gr.Request) -> dict:
+    """A "Try to beat this" link: its task picked and the plan it names on the chart; what is wrong with the link
+    said where the verdict goes, the published plan shown instead."""
+    query = request.query_params if request is not None else {}
+    task_id, source = str(query.get("task") or "").strip()[:200], str(query.get("from") or "").strip()[:64]
+    if query.get("tab") != "play" or not task_id:
+        return unchanged(section.brief)
+    task = section.ctx.task_for(task_id, None)
+    if task is None:
+        return {section.verdict: f"⚠️ The link names task `{escape_cell(task_id)}`, which this Space does not serve."}
+    try:
+        start, note = start_plan(section.ctx.records, task, source), ""
+    except ValueError as exc:
+        start, note = None, f"⚠️ That link's plan cannot be loaded ({escape_md(exc)}): the published plan is shown."
+    if start is not None and start.episode_id:
+        note = (f"Started from **{escape_md(start.name)}**: improve it on the chart and submit it; your rollout is "
+                f"saved as `{escape_cell(human_model(improving=start.model))}`.")
+    return {section.task: gr.Dropdown(value=task_id), **_fresh(section, task_id, _owner(request), start, note)}
 
 
 def open_if_linked(request: gr.Request) -> Any:

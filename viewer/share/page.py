@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rollouts.annotations import LABELS, step_words
+from rollouts.links import beat_query
 from rollouts.record import Record
 from viewer.chart import chart_svg, optimum_scene, preview_scene, step_scene
 from viewer.chart.card import cost_words
@@ -84,7 +85,9 @@ def rollout_page(rollout: Record | Mapping[str, Any], row: Mapping[str, Any], ta
                if best is not None else "")
     grade = (f'<section class="grade">{markdown_html(grade_panel(view, task))}'
              f'{markdown_html(usage_summary(view, heading=False))}</section>')
-    body = (_top(links, "Open in the arena")
+    # Starting Play from this rollout's last plan: only where the plan can be drawn (the task is served here).
+    beat = f"{links.home.rstrip('/')}/?{beat_query(view.task_id, view.episode_id)}" if steps and task else None
+    body = (_top(links, "Open in the arena", beat)
             + _header(view, task, _facts(view, task))
             + f'<main class="layout"><div class="picture">{chart}{optimum}</div>{grade}</main>'
             + flags_html(flags)
@@ -291,8 +294,10 @@ def _figure(scene: Any, caption: str) -> str:
     return f'<figure class="chart">{chart_svg(scene)}{note}</figure>'
 
 
-def _top(links: PageLinks, action: str) -> str:
+def _top(links: PageLinks, action: str, beat: str | None = None) -> str:
     raw = f'<a class="button" href="{html.escape(links.raw)}">Raw JSON</a>' if links.raw else ""
+    if beat:
+        raw = f'<a class="button" id="try-to-beat" href="{html.escape(beat)}">Try to beat this</a>' + raw
     return (f'<header class="top"><a class="brand" href="{html.escape(links.home)}">⚓ {ARENA}</a>'
             f'<nav><a class="button primary" href="{html.escape(links.arena)}">{action}</a>{raw}</nav></header>')
 
