@@ -79,7 +79,7 @@ def open_row(section: BrowseSection, state: BrowseState, ids: list[str], evt: gr
     row = evt.index[0] if isinstance(evt.index, list | tuple) else evt.index
     if not isinstance(row, int) or not 0 <= row < len(ids):
         return unchanged(section.state)
-    return render(section, state, state.with_(rollout=ids[row], compare="", view="list"), base=base_url(request),
+    return render(section, state, state.with_(step=0, rollout=ids[row], compare="", view="list"), base=base_url(request),
                   visitor=visitor_of(request))
 
 
@@ -89,13 +89,13 @@ def step_row(section: BrowseSection, step: int, state: BrowseState, ids: list[st
     if not ids:
         return unchanged(section.state)
     at = ids.index(state.rollout) + step if state.rollout in ids else 0
-    return render(section, state, state.with_(rollout=ids[max(0, min(at, len(ids) - 1))], compare=""),
+    return render(section, state, state.with_(step=0, rollout=ids[max(0, min(at, len(ids) - 1))], compare=""),
                   base=base_url(request),
                   visitor=visitor_of(request))
 
 
 def close_rollout(section: BrowseSection, state: BrowseState) -> dict:
-    return render(section, state, state.with_(rollout="", compare="", view="list"))
+    return render(section, state, state.with_(step=0, rollout="", compare="", view="list"))
 
 
 def pick_compare(section: BrowseSection, state: BrowseState, other: str | None) -> dict:
@@ -124,7 +124,7 @@ def open_cell(section: BrowseSection, state: BrowseState, cells: dict, evt: gr.S
     episode_id = cells.get(f"{row},{column}")
     if not episode_id:
         return unchanged(section.state)
-    return render(section, state, state.with_(rollout=episode_id, compare="", view="list"), base=base_url(request),
+    return render(section, state, state.with_(step=0, rollout=episode_id, compare="", view="list"), base=base_url(request),
                   visitor=visitor_of(request))
 
 
@@ -148,12 +148,23 @@ def show_optimum(section: BrowseSection, state: BrowseState) -> dict:
     return {section.panel.optimal: optimum(view, _task(section, view))}
 
 
-def show_draft(section: BrowseSection, state: BrowseState, position: float, steps: list[dict]) -> dict:
+def show_draft(section: BrowseSection, state: BrowseState, position: float, steps: list[dict],
+               request: gr.Request = None) -> dict:
+    """The slider moved: that draft drawn, and the URL and the share link name it (`step`)."""
     try:
         view = section.ctx.records.find(state.rollout, running=False).record
     except (RolloutNotFound, SourceError):
         return unchanged(section.panel.chart)
-    return {section.panel.chart: draft(section.panel, _task(section, view), steps, position)}
+    new = state.with_(step=int(position or 0) if len(steps) > 1 else 0)
+    return {section.panel.chart: draft(section.panel, _task(section, view), steps, position),
+            section.state: new, section.url: new.to_query(),
+            section.share: share_link(section, new, base_url(request))}
+
+
+def share_link(section: BrowseSection, state: BrowseState, base: str | None) -> str:
+    """The open rollout's share page, at the draft on the slider when one is chosen (`/r/<id>/step/<k>`)."""
+    link = section.ctx.rollout_link(state.rollout, base)
+    return f"{link}/step/{state.step}" if state.step else link
 
 
 def load_page(section: BrowseSection, request: gr.Request) -> dict:
@@ -211,7 +222,7 @@ def render(section: BrowseSection, old: BrowseState | None, new: BrowseState, *,
         out.update(form_values(section, new))
     if force_list or old is None or _list_key(old) != _list_key(new):
         out.update(list_view(section, new))
-    if old is None or old.rollout != new.rollout:
+    if old is None or (old.rollout, old.step) != (new.rollout, new.step):
         out.update(detail_view(section, new, base, visitor))
     if new.view == "board" and (old is None or old.view != "board" or _list_key(old) != _list_key(new)
                                 or force_list):
@@ -282,11 +293,12 @@ def detail_view(section: BrowseSection, state: BrowseState, base: str | None, vi
              for r in others]
     return {section.detail: gr.Column(visible=True), section.message: " ".join(filter(None, (note, refused))),
             section.head: detail_header(view, row), section.title: page_title(view),
-            section.share: ctx.rollout_link(state.rollout, base),
+            section.share: share_link(section, state.with_(step=state.step if state.step <= len(view.drafts) else 0),
+                                      base),
             section.export_json: download,
             section.compare_pick: gr.Dropdown(choices=picks, value=state.compare or None,
                                               label=f"Compare A with B: {len(picks)} more rollouts of this task"),
-            **stored_rollout(section.panel, view, task)}
+            **stored_rollout(section.panel, view, task, at=state.step)}
 
 
 def _record_download(ctx: Any, episode_id: str, view: Record, visitor: str) -> tuple[gr.DownloadButton, str]:

@@ -233,8 +233,8 @@ def _wire(s: BrowseSection) -> None:
     s.next_row.click(bind(on.step_row, s, +1), [s.state, s.page_ids], out, **private)
     s.previous_row.click(bind(on.step_row, s, -1), [s.state, s.page_ids], out, **private)
     s.back.click(bind(on.close_rollout, s), [s.state], out, **private)
-    s.panel.plan_step.release(bind(on.show_draft, s), [s.state, s.panel.plan_step, s.panel.steps], [s.panel.chart],
-                              **private)
+    s.panel.plan_step.release(bind(on.show_draft, s), [s.state, s.panel.plan_step, s.panel.steps],
+                              [s.panel.chart, s.state, s.url, s.share], **private)
     s.compare_pick.input(bind(on.pick_compare, s), [s.state, s.compare_pick], out, **private)
     s.to_compare.click(bind(on.show_compare, s), [s.state], out, **private)
     s.copy.click(None, [s.share], None, js=COPY_JS, **private)

@@ -1,0 +1,69 @@
+"""A step's address in Debian's chromium (issue 30.1): `/r/<id>/step/2` of a real baseline rollout on a laptop
+and on a phone (draft 2 on the chart, its turn marked and scrolled to, no JavaScript), and Browse opened at
+`?rollout=<id>&step=2` with draft 2 on its slider and the step's share address to copy. (Over plain HTTP:
+tests/viewer/test_share_steps.py.)"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+from testkit.app import launched_app
+from testkit.episodes import play
+from tests.browser.conftest import DESKTOP, PHONE
+
+pytestmark = pytest.mark.browser
+SCREENS = Path(__file__).resolve().parents[2] / "docs" / "screens"
+TASK = "dock-24B-w06x1-busy-0"
+
+
+@pytest.fixture(scope="module")
+def stepped(tmp_path_factory, env_url):
+    _, record = play("baseline:hasty", env_url, task_id=TASK)
+    with launched_app(tmp_path_factory.mktemp("steps"), records=[record]) as app:
+        yield app, record
+
+
+@pytest.mark.parametrize("size,name", [(DESKTOP, "desktop"), (PHONE, "phone")])
+def test_a_step_link_opens_the_share_page_at_that_draft(stepped, new_page, size, name):
+    app, record = stepped
+    episode, turn = record["episode_id"], record["steps"][1]["turn"]
+    page = new_page(size)
+    page.goto(f"{app.url}r/{episode}/step/2")
+    expect(page.locator("figure.chart svg")).to_contain_text("Draft 2 of 3")
+    expect(page.locator(".step")).to_contain_text("Draft 2 of 3")
+    marked = page.locator(f"section.turn.current#turn-{turn}")
+    expect(marked).to_have_count(1)
+    assert page.evaluate("document.scripts.length") == 0
+    assert page.evaluate("document.documentElement.scrollWidth") <= size["width"]
+    page.screenshot(path=str(SCREENS / f"step-share-{name}.png"))
+    # The draft's own link (as copied from the list of drafts) lands on its turn in the transcript.
+    page.locator(".drafts li.current a").click()
+    expect(page).to_have_url(re.compile(rf"/r/{episode}/step/2#turn-{turn}$"))
+    expect(marked).to_be_in_viewport()
+    assert page.evaluate("getComputedStyle(document.querySelector('section.turn.current')).borderLeftColor") \
+        == "rgb(245, 133, 24)"
+    page.screenshot(path=str(SCREENS / f"step-turn-{name}.png"))
+
+
+def test_browse_opens_a_rollout_at_its_step(stepped, new_page):
+    app, record = stepped
+    episode = record["episode_id"]
+    page = new_page()
+    page.goto(f"{app.url}?tab=browse&rollout={episode}&step=2")
+    expect(page.locator("#rollout-detail")).to_be_visible(timeout=30000)
+    expect(page.locator("#browse-plan-step input[type=number]")).to_have_value("2")
+    expect(page.locator("#browse-chart")).to_contain_text("Draft 2 of 3")
+    expect(page.locator("#share-link input, #share-link textarea")).to_have_value(
+        re.compile(rf"/r/{episode}/step/2$"))
+    page.screenshot(path=str(SCREENS / "step-browse-desktop.png"))
+    # The slider moved: the URL and the share address follow it.
+    box = page.locator("#browse-plan-step input[type=number]")
+    box.fill("1")
+    box.press("Enter")
+    page.locator("#browse-plan-step input[type=range]").dispatch_event("pointerup")
+    expect(page).to_have_url(re.compile(rf"rollout={episode}&step=1$"))
+    expect(page.locator("#share-link input, #share-link textarea")).to_have_value(re.compile(r"/step/1$"))
