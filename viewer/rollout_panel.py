@@ -17,6 +17,7 @@ import gradio as gr
 
 from rollouts.record import Record
 from viewer.chart import optimum_chart, step_chart
+from viewer.gap_view import final_gap, gap_markdown
 from viewer.replay import record_messages
 from viewer.summary import grade_panel, usage_summary
 
@@ -140,7 +141,7 @@ def stored_rollout(panel: RolloutPanel, rollout: Record | Mapping[str, Any], tas
     if panel.plan_step is not None:
         out.update({panel.plan_step: draft_slider(panel, len(plans), shown), panel.steps: plans})
     if panel.grade is not None:
-        out[panel.grade] = grade_panel(view, task)
+        out[panel.grade] = grade_panel(view, task) + "\n\n" + gap_markdown(final_gap(view, task))
     if panel.usage is not None:
         out[panel.usage] = usage_summary(view)
     if panel.optimal_box is not None:  # folded: drawn when opened (`optimum`)

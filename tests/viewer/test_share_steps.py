@@ -82,3 +82,33 @@ def test_steps_it_does_not_have_get_the_one_404(world):
                  f"/r/{episode}/steps/1"):
         answer = get(app, path)
         assert (answer.status_code, answer.content) == (404, unknown.content), path
+
+
+def test_the_share_page_splits_the_gap_ship_by_ship_and_outlines_the_top_ships(world):
+    """Issue 30.2: the final plan's gap under the grade, its ships the split's, the top ones outlined."""
+    from berth_env.gap import split_gap
+    from catalog.tasks import task_for
+
+    app, record = world
+    split = split_gap(task_for(TASK), record["final"]["plan"])
+    assert split.feasible and split.gap > 0
+    response = get(app, f"/r/{record['episode_id']}")
+    grade = response.text.split('<section class="grade">', 1)[1].split("</section>", 1)[0]
+    assert "The final plan&#x27;s gap, ship by ship" in grade or "The final plan's gap, ship by ship" in grade
+    top = split.ships[0]
+    assert f"{top.ship} {top.name}" in grade and f"{top.difference:+d}" in grade
+    chart = response.text.split('<figure class="chart">', 1)[1].split("</figure>", 1)[0]
+    assert "most of the gap" in chart
+
+
+def test_an_infeasible_final_plan_shows_its_ships_and_their_rules():
+    from catalog.tasks import task_for
+    from testkit.records import make_record
+    from viewer.share.page import PageLinks, rollout_page
+
+    record = make_record(seed=1, task_id=TASK, episode_id="infeasible01")
+    page = rollout_page(record, {}, task_for(TASK), PageLinks(page="http://a/r/infeasible01", image="i", arena="a",
+                                                              home="h"))
+    grade = page.split('<section class="grade">', 1)[1].split("</section>", 1)[0]
+    assert "Not feasible: 2 ships break a rule" in grade and "<th>breaks</th>" in grade
+    assert "breaks a rule" in page.split('<figure class="chart">', 1)[1].split("</figure>", 1)[0]

@@ -24,6 +24,7 @@ from rollouts.record import Record
 from viewer.chart import chart_svg, optimum_scene, preview_scene, step_scene
 from viewer.chart.card import cost_words
 from viewer.chart.scene import UNSAFE, clean
+from viewer.gap_view import final_gap, gap_markdown, outline_label, outlined_ships
 from viewer.live import LiveView
 from viewer.markdown import fmt_num, markdown_html, shorten
 from viewer.replay import record_turns
@@ -85,7 +86,10 @@ def rollout_page(rollout: Record | Mapping[str, Any], row: Mapping[str, Any], ta
     head = _head(title, description, links)
     steps = view.plan_steps
     shown = len(steps) - 1 if at is None else (at.draft.index - 1 if at.draft is not None else -1)
-    scene = (step_scene(task, steps, shown) if steps and shown >= 0
+    split = final_gap(view, task)
+    outline = ({"highlight": outlined_ships(split), "highlight_label": outline_label(split)}
+               if at is None and outlined_ships(split) else {})
+    scene = (step_scene(task, steps, shown, **outline) if steps and shown >= 0
              else (preview_scene(task) if task else None))
     chart = _figure(scene, "" if steps and shown >= 0 else "No plan was sent yet: the task as the port published it.")
     if task is None:
@@ -96,7 +100,8 @@ def rollout_page(rollout: Record | Mapping[str, Any], row: Mapping[str, Any], ta
                if best is not None else "")
     drafts = drafts_nav(view, links.whole, optimum_cost, at.draft.index if at and at.draft else None)
     grade = (f'<section class="grade">{markdown_html(grade_panel(view, task))}'
-             f'{markdown_html(usage_summary(view, heading=False))}</section>')
+             f'{markdown_html(usage_summary(view, heading=False))}'
+             f'<div class="gap">{markdown_html(gap_markdown(split))}</div></section>')
     banner = step_banner(view, at, links.whole, optimum_cost) if at is not None else ""
     body = (_top(links, "Open in the arena")
             + _header(view, task, _facts(view, task)) + banner
@@ -371,6 +376,7 @@ figcaption {color: var(--muted); font-size: .85rem; padding: 2px 6px}
   overflow-wrap: anywhere}
 .grade h3 {margin: 10px 0 4px; font-size: 1.05rem} .grade ul {padding-left: 18px; margin: 4px 0 10px}
 .note {color: var(--muted)}
+.gap table {font-size: .85rem} .gap h3 {margin-top: 14px}
 .transcript {max-width: 980px; margin-top: 22px} .transcript h2 {margin: 0; font-size: 1.25rem}
 .hint {margin: 0 0 10px; color: var(--muted); font-size: .9rem}
 .msg {margin: 8px 0; padding: 8px 12px; border: 1px solid var(--line); border-radius: 8px; overflow-wrap: anywhere}
