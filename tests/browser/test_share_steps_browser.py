@@ -23,7 +23,9 @@ TASK = "dock-24B-w06x1-busy-0"
 @pytest.fixture(scope="module")
 def stepped(tmp_path_factory, env_url):
     _, record = play("baseline:hasty", env_url, task_id=TASK)
-    with launched_app(tmp_path_factory.mktemp("steps"), records=[record]) as app:
+    _, rival = play("baseline:greedy", env_url, task_id=TASK)
+    with launched_app(tmp_path_factory.mktemp("steps"), records=[record, rival]) as app:
+        app.rival = rival
         yield app, record
 
 
@@ -67,3 +69,31 @@ def test_browse_opens_a_rollout_at_its_step(stepped, new_page):
     page.locator("#browse-plan-step input[type=range]").dispatch_event("pointerup")
     expect(page).to_have_url(re.compile(rf"rollout={episode}&step=1$"))
     expect(page.locator("#share-link input, #share-link textarea")).to_have_value(re.compile(r"/step/1$"))
+
+
+@pytest.mark.parametrize("size,name", [(DESKTOP, "desktop"), (PHONE, "phone")])
+def test_compare_lines_two_rollouts_up_by_draft_at_its_own_address(stepped, new_page, size, name):
+    """Issue 30.3: `?compare=<a>,<b>&step=<k>`: draft k beside draft k, one slider for both, the gaps side by side;
+    the share page links to the compare with the best other rollout of the task."""
+    app, record = stepped
+    a, b = record["episode_id"], app.rival["episode_id"]
+    page = new_page(size)
+    page.goto(f"{app.url}r/{a}")
+    page.get_by_role("link", name="Compare with the best rollout of this task").click()
+    expect(page).to_have_url(re.compile(rf"\?tab=browse&compare={a}(%2C|,){b}$"))
+    expect(page.locator("#compare-b-chart .js-plotly-plot")).to_be_visible(timeout=30000)
+    page.goto(f"{app.url}?tab=browse&compare={a},{b}&step=2")
+    expect(page.locator("#compare-a-chart")).to_contain_text("draft 2 of 3", timeout=30000)
+    expect(page.locator("#compare-b-chart")).to_contain_text("draft 2 of 2")
+    head = page.locator("#compare-head")
+    expect(head).to_contain_text("Draft 2")
+    expect(head).to_contain_text("The final plans' gaps, ship by ship")
+    expect(page.locator("#compare-step input[type=number]")).to_have_value("2")
+    page.screenshot(path=str(SCREENS / f"compare-step-{name}.png"), full_page=name == "desktop")
+    box = page.locator("#compare-step input[type=number]")
+    box.fill("1")
+    box.press("Enter")
+    page.locator("#compare-step input[type=range]").dispatch_event("pointerup")
+    expect(page).to_have_url(re.compile(rf"compare={a}%2C{b}&step=1$"))
+    expect(page.locator("#compare-a-chart")).to_contain_text("draft 1 of 3")
+    expect(page.locator("#compare-b-chart")).to_contain_text("draft 1 of 2")

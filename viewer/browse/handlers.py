@@ -18,6 +18,7 @@ from rollouts.filters import BY_NAME, FILTERS, PAGE_SIZE
 from rollouts.matches import vote_tally
 from rollouts.record import Record
 from rollouts.sources import SourceError
+from viewer.browse.compare_steps import gap_side_by_side, shown_step, side_draft, side_title, step_lines
 from viewer.browse.components import BrowseSection
 from viewer.browse.filter_form import read_form, show_filters
 from viewer.browse.state import VIEWS, BrowseState, state_from_query
@@ -229,7 +230,7 @@ def render(section: BrowseSection, old: BrowseState | None, new: BrowseState, *,
         out.update(board_view(section, new))
     # Drawn when shown (A is there at once, B once picked), not on every rollout opened in the list.
     if new.view == "compare" and (old is None or old.view != "compare"
-                                  or (old.rollout, old.compare) != (new.rollout, new.compare)):
+                                  or (old.rollout, old.compare, old.step) != (new.rollout, new.compare, new.step)):
         out.update(compare_view(section, new))
     return out
 
@@ -330,7 +331,8 @@ def compare_view(section: BrowseSection, state: BrowseState) -> dict:
     """A (the open rollout) at once, and B beside it once picked: both plans on one time axis, the ships placed
     differently highlighted in both, and their table."""
     a_side, b_side = section.compare_a, section.compare_b
-    empty = {**cleared(a_side), **cleared(b_side), section.compare_diff: None}
+    empty = {**cleared(a_side), **cleared(b_side), section.compare_diff: None,
+             section.compare_step: gr.Slider(visible=False)}
     if not state.rollout:
         return {**empty, section.compare_head: "Open a rollout in **Rollouts** first (it becomes A), then pick B here."}
     try:
@@ -349,14 +351,28 @@ def compare_view(section: BrowseSection, state: BrowseState) -> dict:
         return {**empty, section.compare_head: f"⚠️ A is on {escape_cell(a.task_id)} and B on "
                                               f"{escape_cell(b.task_id)}: compare needs two rollouts of "
                                               "the same task."}
-    plan_b = b.final_plan
     if task is None:
         return {**empty, section.compare_head: compare_header(a, b, 0) + "  \nThis task is not in this Space's "
                                                                          "task pack, so the plans cannot be drawn."}
-    chart_a, chart_b = paired_charts(task, plan_a, plan_b, titles=(f"A: {a.model}", f"B: {b.model}"))
-    return {section.compare_head: compare_header(a, b, len(moved_ships(task, plan_a, plan_b))),
+    # Lined up by draft number: draft k of A beside draft k of B (a side that sent fewer shows its last).
+    k = shown_step(a, b, state.step)
+    draft_a, draft_b = side_draft(a, k), side_draft(b, k)
+    plan_a, plan_b = (d.plan if d is not None else None for d in (draft_a, draft_b))
+    chart_a, chart_b = paired_charts(task, plan_a, plan_b,
+                                     titles=(side_title("A", a, draft_a, k), side_title("B", b, draft_b, k)))
+    most = max(len(a.drafts), len(b.drafts))
+    head = "\n\n".join((compare_header(a, b, len(moved_ships(task, plan_a, plan_b))) + f" (at draft {k})",
+                         step_lines(a, b, k, task), gap_side_by_side(a, b, task)))
+    return {section.compare_head: head,
             **stored_rollout(a_side, a, task, chart=chart_a), **stored_rollout(b_side, b, task, chart=chart_b),
-            section.compare_diff: plan_diff(task, plan_a, plan_b)}
+            section.compare_diff: plan_diff(task, plan_a, plan_b),
+            section.compare_step: gr.Slider(minimum=1, maximum=max(most, 2), value=k, step=1, visible=most > 1,
+                                            label=f"Draft, both sides (1-{most})")}
+
+
+def compare_step_moved(section: BrowseSection, state: BrowseState, position: float) -> dict:
+    """The compare's one slider: both sides at that draft, and the compare's address names it."""
+    return render(section, state, state.with_(step=int(position or 0)))
 
 
 def _task(section: BrowseSection, view: Record) -> dict | None:

@@ -53,6 +53,7 @@ class PageLinks:
     home: str
     raw: str | None = None   # the record as JSON
     rollout: str = ""        # the rollout's own page (`page` names a step of it when they differ)
+    compare: str = ""        # Browse's compare of this rollout with the best other rollout of its task
 
     @property
     def whole(self) -> str:
@@ -101,7 +102,10 @@ def rollout_page(rollout: Record | Mapping[str, Any], row: Mapping[str, Any], ta
     drafts = drafts_nav(view, links.whole, optimum_cost, at.draft.index if at and at.draft else None)
     grade = (f'<section class="grade">{markdown_html(grade_panel(view, task))}'
              f'{markdown_html(usage_summary(view, heading=False))}'
-             f'<div class="gap">{markdown_html(gap_markdown(split))}</div></section>')
+             f'<div class="gap">{markdown_html(gap_markdown(split))}</div>'
+             + (f'<p><a class="button" href="{html.escape(links.compare)}">Compare with the best rollout of this '
+                "task</a></p>" if links.compare else "")
+             + "</section>")
     banner = step_banner(view, at, links.whole, optimum_cost) if at is not None else ""
     body = (_top(links, "Open in the arena")
             + _header(view, task, _facts(view, task)) + banner

@@ -271,7 +271,8 @@ class SharePages:
             return Answer(200, body, kind, etag, cache_control,
                           {"Content-Disposition": f'inline; filename="{episode_id}.json"'})
         body = (self._image(view, task, at) if kind == "image"
-                else page_html(view, row, task, self.links(episode_id, base, at=at), at).encode("utf-8"))
+                else page_html(view, row, task, self.links(episode_id, base, at=at, task_id=task_id),
+                               at).encode("utf-8"))
         answer = Answer(200, body, kind, etag, cache_control)
         self._cache(kind).put(_key(episode_id, kind, base, step), _Kept(answer, task_id, task is not None), len(body))
         return answer
@@ -279,13 +280,19 @@ class SharePages:
     def _cache(self, kind: str) -> _Lru:
         return self.images if kind == "image" else self.pages
 
-    def links(self, episode_id: str, base: str, *, running: bool = False, at: StepAt | None = None) -> PageLinks:
+    def links(self, episode_id: str, base: str, *, running: bool = False, at: StepAt | None = None,
+              task_id: str = "") -> PageLinks:
+        """The page's links; given its `task_id`, a compare with the best other rollout of that task (the best when
+        the page was drawn: a kept page may name one since beaten, still a rollout of the task)."""
         page = rollout_page(episode_id, base)
         opened = f"&step={at.draft.index}" if at is not None and at.draft is not None else ""
         arena = app_link(f"episode={episode_id}" if running else f"tab=browse&rollout={episode_id}{opened}", base)
         here = page + (at.path if at is not None else "")
+        best = self.ctx.archive.same_task(task_id, exclude=episode_id, limit=1) if task_id else []
+        step = f"&step={at.draft.index}" if at is not None and at.draft is not None else ""
+        compare = app_link(f"tab=browse&compare={episode_id},{best[0]['episode_id']}{step}", base) if best else ""
         return PageLinks(page=here, image=f"{here}.png", arena=arena, home=f"{base}/",
-                         raw=None if running else f"{page}.json", rollout=page)
+                         raw=None if running else f"{page}.json", rollout=page, compare=compare)
 
     def missing(self, base: str) -> Answer:
         """One answer for every link that names no rollout: the same body whatever the id was."""
