@@ -125,7 +125,8 @@ def step_banner(view: Record, at: StepAt, page: str, optimal_cost: int | None) -
             f'<p class="moves">{" · ".join(m for m in (*moves, jump) if m)} · '
             f'<a href="{html.escape(page)}">the whole rollout</a></p>'
             f'<p class="address">Link to this step: <a class="copy" href="{html.escape(here)}">'
-            f"{html.escape(here)}</a></p></section>")
+            f"{html.escape(here)}</a></p><p class=\"note\">The grade and the gap beside it are the final plan's."
+            "</p></section>")
 
 
 def step_title(view: Record, at: StepAt) -> str:
