@@ -357,7 +357,7 @@ def compare_view(section: BrowseSection, state: BrowseState) -> dict:
     # Lined up by draft number: draft k of A beside draft k of B (a side that sent fewer shows its last).
     k = shown_step(a, b, state.step)
     draft_a, draft_b = side_draft(a, k), side_draft(b, k)
-    plan_a, plan_b = (d.plan if d is not None else None for d in (draft_a, draft_b))
+    plan_a, plan_b = (d.plan if d is not None else v.final_plan for d, v in ((draft_a, a), (draft_b, b)))
     chart_a, chart_b = paired_charts(task, plan_a, plan_b,
                                      titles=(side_title("A", a, draft_a, k), side_title("B", b, draft_b, k)))
     most = max(len(a.drafts), len(b.drafts))
