@@ -61,6 +61,9 @@ def test_browse_opens_a_rollout_at_its_step(stepped, new_page):
     expect(page.locator("#browse-chart")).to_contain_text("Draft 2 of 3")
     expect(page.locator("#share-link input, #share-link textarea")).to_have_value(
         re.compile(rf"/r/{episode}/step/2$"))
+    grade = page.locator("#browse-grade")  # issue 30.2: the final plan's gap under the grade in Browse too
+    expect(grade).to_contain_text("The final plan's gap, ship by ship")
+    expect(grade.locator("table")).to_contain_text("share")
     page.screenshot(path=str(SCREENS / "step-browse-desktop.png"))
     # The slider moved: the URL and the share address follow it.
     box = page.locator("#browse-plan-step input[type=number]")
