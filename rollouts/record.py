@@ -98,6 +98,12 @@ class Draft:
         return value if isinstance(value, list) else []
 
     @property
+    def violation_count(self) -> int:
+        """How many rules it breaks: the answer's list of violations, or the count an older answer kept."""
+        value = self.answer.get("violations")
+        return len(value) if isinstance(value, list) else (_int(value) or 0)
+
+    @property
     def cost(self) -> int | None:
         return _int(self.answer.get("cost"))
 

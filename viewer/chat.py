@@ -87,6 +87,9 @@ class ChatBuilder:
         self._segment: _Segment | None = None
         self._calls: list[_Call] = []
         self._calls_by_slot: dict[tuple[Any, Any], _Call] = {}
+        # The turn each message was made in (by the message's id()), None before the first: how a share page groups
+        # its transcript into turns a link can point at.
+        self.turn_of: dict[int, int | None] = {}
         if task:
             self._learn_names(task)
 
@@ -117,6 +120,7 @@ class ChatBuilder:
         meta = {k: v for k, v in metadata.items() if v is not None}
         message = ChatMessage(role=role, content=content, metadata=meta)  # type: ignore[arg-type]
         self.messages.append(message)
+        self.turn_of[id(message)] = self.turn
         return message
 
     def _learn_names(self, task: Mapping[str, Any]) -> None:
@@ -289,6 +293,13 @@ class ChatBuilder:
 def chat_messages(events: Iterable[Event], task: Mapping[str, Any] | None = None) -> list[ChatMessage]:
     """All chat messages for a list of events (a thin wrapper around `ChatBuilder`)."""
     return ChatBuilder(task).extend(events)
+
+
+def chat_by_turn(events: Iterable[Event], task: Mapping[str, Any] | None = None) -> list[tuple[ChatMessage, int | None]]:
+    """The chat messages of `events`, each with the turn it was made in (None before the first turn)."""
+    builder = ChatBuilder(task)
+    builder.extend(events)
+    return [(m, builder.turn_of.get(id(m))) for m in builder.messages]
 
 
 # --- formatting tool calls and results -----------------------------------------------------------------------

@@ -17,6 +17,7 @@ import gradio as gr
 
 from rollouts.record import Record
 from viewer.chart import optimum_chart, step_chart
+from viewer.gap_view import final_gap, gap_markdown
 from viewer.replay import record_messages
 from viewer.summary import grade_panel, usage_summary
 
@@ -120,23 +121,27 @@ def build_rollout_panel(prefix: str, *, parts: tuple[str, ...] = PARTS, chart_fi
     return panel
 
 
-def draft_slider(panel: RolloutPanel, count: int) -> gr.Slider:
-    """The slider over `count` drafts, on the last one (hidden when there is one draft or none)."""
-    return gr.Slider(minimum=1, maximum=max(count, 2), value=max(count, 1), step=1, visible=count > 1,
+def draft_slider(panel: RolloutPanel, count: int, at: int = 0) -> gr.Slider:
+    """The slider over `count` drafts, on draft `at` (from 1; 0 or past the last: the last one), hidden when there
+    is one draft or none."""
+    value = at if 0 < at <= count else max(count, 1)
+    return gr.Slider(minimum=1, maximum=max(count, 2), value=value, step=1, visible=count > 1,
                      label=f"{panel.slider_label} (1-{count})")
 
 
 def stored_rollout(panel: RolloutPanel, rollout: Record | Mapping[str, Any], task: Mapping[str, Any] | None, *,
-                   chart: Any = None, optimum_label: str | None = None) -> dict:
-    """The panel filled for a finished rollout: every draft, the last one drawn (or `chart`, given one)."""
+                   chart: Any = None, optimum_label: str | None = None, at: int = 0) -> dict:
+    """The panel filled for a finished rollout: every draft, draft `at` drawn (from 1; 0 or past the last: the
+    last one), or `chart`, given one."""
     view = Record.of(rollout)
     plans = view.plan_steps
+    shown = at if 0 < at <= len(plans) else len(plans)
     out = {panel.chat: record_messages(view, task),
-           panel.chart: chart if chart is not None else draft(panel, task, plans, len(plans))}
+           panel.chart: chart if chart is not None else draft(panel, task, plans, shown)}
     if panel.plan_step is not None:
-        out.update({panel.plan_step: draft_slider(panel, len(plans)), panel.steps: plans})
+        out.update({panel.plan_step: draft_slider(panel, len(plans), shown), panel.steps: plans})
     if panel.grade is not None:
-        out[panel.grade] = grade_panel(view, task)
+        out[panel.grade] = grade_panel(view, task) + "\n\n" + gap_markdown(final_gap(view, task))
     if panel.usage is not None:
         out[panel.usage] = usage_summary(view)
     if panel.optimal_box is not None:  # folded: drawn when opened (`optimum`)

@@ -181,3 +181,16 @@ def test_the_board_says_n_too_small_and_unrated_and_its_note_names_the_real_scal
     # No baseline:naive here: the scale is the mean of the rated, and the note says so rather than naming naive.
     assert "centred on the mean, 1000 = the mean of the 2 rated models" in note and "1000 = baseline:naive" not in note
     assert "human: no rating: battles on 1 task; a rating needs at least 5 tasks shared with another model" in note
+
+
+def test_a_step_and_a_compare_have_their_own_addresses():
+    """Issue 30.1/30.3: `rollout=<id>&step=<k>`; a compare is `compare=<a>,<b>&step=<k>` (the older form reads
+    the same); a step without a rollout or out of bounds is dropped."""
+    opened = BrowseState(rollout="ab12", step=2)
+    assert opened.to_query() == "tab=browse&rollout=ab12&step=2" and state_from_query(opened.to_query()) == opened
+    pair = BrowseState(rollout="ab12", compare="cd34", view="compare", step=3)
+    assert pair.to_query() == "tab=browse&compare=ab12%2Ccd34&step=3"
+    assert state_from_query(pair.to_query()) == pair == state_from_query("rollout=ab12&compare=cd34&step=3")
+    assert state_from_query("step=2").step == 0
+    odd = state_from_query("rollout=ab12&step=-3")
+    assert odd.step == 0 and any("step" in p for p in odd.problems)

@@ -63,6 +63,7 @@ class BrowseSection:
     compare_a: RolloutPanel
     compare_b: RolloutPanel
     compare_diff: gr.Dataframe
+    compare_step: gr.Slider  # one slider over both sides' drafts
     # state and the page's URL
     state: gr.State
     version: gr.State
@@ -89,5 +90,5 @@ class BrowseSection:
                 self.board_note, self.board_models, self.frontier, self.frontier_note, self.card_pick, self.card,
                 self.heatmap,
                 self.heatmap_cells, self.convergence, self.compare_head, self.compare_a.chart, self.compare_b.chart,
-                self.compare_diff, self.compare_a.chat, self.compare_b.chat, self.state, self.version, self.url,
+                self.compare_diff, self.compare_step, self.compare_a.chat, self.compare_b.chat, self.state, self.version, self.url,
                 self.title]

@@ -20,6 +20,7 @@ from rollouts.links import beat_query
 from rollouts.matches import vote_tally
 from rollouts.record import Record
 from rollouts.sources import SourceError
+from viewer.browse.compare_steps import gap_side_by_side, shown_step, side_draft, side_title, step_lines
 from viewer.browse.components import BrowseSection
 from viewer.browse.filter_form import read_form, show_filters
 from viewer.browse.flags import flag_form
@@ -84,7 +85,7 @@ def open_row(section: BrowseSection, state: BrowseState, ids: list[str], evt: gr
     row = evt.index[0] if isinstance(evt.index, list | tuple) else evt.index
     if not isinstance(row, int) or not 0 <= row < len(ids):
         return unchanged(section.state)
-    return render(section, state, state.with_(rollout=ids[row], compare="", view="list"), base=base_url(request),
+    return render(section, state, state.with_(step=0, rollout=ids[row], compare="", view="list"), base=base_url(request),
                   visitor=visitor_of(request))
 
 
@@ -94,13 +95,13 @@ def step_row(section: BrowseSection, step: int, state: BrowseState, ids: list[st
     if not ids:
         return unchanged(section.state)
     at = ids.index(state.rollout) + step if state.rollout in ids else 0
-    return render(section, state, state.with_(rollout=ids[max(0, min(at, len(ids) - 1))], compare=""),
+    return render(section, state, state.with_(step=0, rollout=ids[max(0, min(at, len(ids) - 1))], compare=""),
                   base=base_url(request),
                   visitor=visitor_of(request))
 
 
 def close_rollout(section: BrowseSection, state: BrowseState) -> dict:
-    return render(section, state, state.with_(rollout="", compare="", view="list"))
+    return render(section, state, state.with_(step=0, rollout="", compare="", view="list"))
 
 
 def pick_compare(section: BrowseSection, state: BrowseState, other: str | None) -> dict:
@@ -129,7 +130,7 @@ def open_cell(section: BrowseSection, state: BrowseState, cells: dict, evt: gr.S
     episode_id = cells.get(f"{row},{column}")
     if not episode_id:
         return unchanged(section.state)
-    return render(section, state, state.with_(rollout=episode_id, compare="", view="list"), base=base_url(request),
+    return render(section, state, state.with_(step=0, rollout=episode_id, compare="", view="list"), base=base_url(request),
                   visitor=visitor_of(request))
 
 
@@ -168,12 +169,23 @@ def show_optimum(section: BrowseSection, state: BrowseState) -> dict:
     return {section.panel.optimal: optimum(view, _task(section, view))}
 
 
-def show_draft(section: BrowseSection, state: BrowseState, position: float, steps: list[dict]) -> dict:
+def show_draft(section: BrowseSection, state: BrowseState, position: float, steps: list[dict],
+               request: gr.Request = None) -> dict:
+    """The slider moved: that draft drawn, and the URL and the share link name it (`step`)."""
     try:
         view = section.ctx.records.find(state.rollout, running=False).record
     except (RolloutNotFound, SourceError):
         return unchanged(section.panel.chart)
-    return {section.panel.chart: draft(section.panel, _task(section, view), steps, position)}
+    new = state.with_(step=int(position or 0) if len(steps) > 1 else 0)
+    return {section.panel.chart: draft(section.panel, _task(section, view), steps, position),
+            section.state: new, section.url: new.to_query(),
+            section.share: share_link(section, new, base_url(request))}
+
+
+def share_link(section: BrowseSection, state: BrowseState, base: str | None) -> str:
+    """The open rollout's share page, at the draft on the slider when one is chosen (`/r/<id>/step/<k>`)."""
+    link = section.ctx.rollout_link(state.rollout, base)
+    return f"{link}/step/{state.step}" if state.step else link
 
 
 def load_page(section: BrowseSection, request: gr.Request) -> dict:
@@ -231,14 +243,14 @@ def render(section: BrowseSection, old: BrowseState | None, new: BrowseState, *,
         out.update(form_values(section, new))
     if force_list or old is None or _list_key(old) != _list_key(new):
         out.update(list_view(section, new))
-    if old is None or old.rollout != new.rollout:
+    if old is None or (old.rollout, old.step) != (new.rollout, new.step):
         out.update(detail_view(section, new, base, visitor))
     if new.view == "board" and (old is None or old.view != "board" or _list_key(old) != _list_key(new)
                                 or force_list):
         out.update(board_view(section, new))
     # Drawn when shown (A is there at once, B once picked), not on every rollout opened in the list.
     if new.view == "compare" and (old is None or old.view != "compare"
-                                  or (old.rollout, old.compare) != (new.rollout, new.compare)):
+                                  or (old.rollout, old.compare, old.step) != (new.rollout, new.compare, new.step)):
         out.update(compare_view(section, new))
     return out
 
@@ -302,11 +314,12 @@ def detail_view(section: BrowseSection, state: BrowseState, base: str | None, vi
              for r in others]
     return {section.detail: gr.Column(visible=True), section.message: " ".join(filter(None, (note, refused))),
             section.head: detail_header(view, row) + _beat_line(ctx, view, task, base), section.title: page_title(view),
-            section.share: ctx.rollout_link(state.rollout, base),
+            section.share: share_link(section, state.with_(step=state.step if state.step <= len(view.drafts) else 0),
+                                      base),
             section.export_json: download,
             section.compare_pick: gr.Dropdown(choices=picks, value=state.compare or None,
                                               label=f"Compare A with B: {len(picks)} more rollouts of this task"),
-            **stored_rollout(section.panel, view, task),
+            **stored_rollout(section.panel, view, task, at=state.step),
             **(flag_form(ctx, section.flags, state.rollout, view) if section.flags else {})}
 
 
@@ -347,7 +360,8 @@ def compare_view(section: BrowseSection, state: BrowseState) -> dict:
     """A (the open rollout) at once, and B beside it once picked: both plans on one time axis, the ships placed
     differently highlighted in both, and their table."""
     a_side, b_side = section.compare_a, section.compare_b
-    empty = {**cleared(a_side), **cleared(b_side), section.compare_diff: None}
+    empty = {**cleared(a_side), **cleared(b_side), section.compare_diff: None,
+             section.compare_step: gr.Slider(visible=False)}
     if not state.rollout:
         return {**empty, section.compare_head: "Open a rollout in **Rollouts** first (it becomes A), then pick B here."}
     try:
@@ -366,14 +380,28 @@ def compare_view(section: BrowseSection, state: BrowseState) -> dict:
         return {**empty, section.compare_head: f"⚠️ A is on {escape_cell(a.task_id)} and B on "
                                               f"{escape_cell(b.task_id)}: compare needs two rollouts of "
                                               "the same task."}
-    plan_b = b.final_plan
     if task is None:
         return {**empty, section.compare_head: compare_header(a, b, 0) + "  \nThis task is not in this Space's "
                                                                          "task pack, so the plans cannot be drawn."}
-    chart_a, chart_b = paired_charts(task, plan_a, plan_b, titles=(f"A: {a.model}", f"B: {b.model}"))
-    return {section.compare_head: compare_header(a, b, len(moved_ships(task, plan_a, plan_b))),
+    # Lined up by draft number: draft k of A beside draft k of B (a side that sent fewer shows its last).
+    k = shown_step(a, b, state.step)
+    draft_a, draft_b = side_draft(a, k), side_draft(b, k)
+    plan_a, plan_b = (d.plan if d is not None else v.final_plan for d, v in ((draft_a, a), (draft_b, b)))
+    chart_a, chart_b = paired_charts(task, plan_a, plan_b,
+                                     titles=(side_title("A", a, draft_a, k), side_title("B", b, draft_b, k)))
+    most = max(len(a.drafts), len(b.drafts))
+    head = "\n\n".join((compare_header(a, b, len(moved_ships(task, plan_a, plan_b))) + f" (at draft {k})",
+                         step_lines(a, b, k, task), gap_side_by_side(a, b, task)))
+    return {section.compare_head: head,
             **stored_rollout(a_side, a, task, chart=chart_a), **stored_rollout(b_side, b, task, chart=chart_b),
-            section.compare_diff: plan_diff(task, plan_a, plan_b)}
+            section.compare_diff: plan_diff(task, plan_a, plan_b),
+            section.compare_step: gr.Slider(minimum=1, maximum=max(most, 2), value=k, step=1, visible=most > 1,
+                                            label=f"Draft, both sides (1-{most})")}
+
+
+def compare_step_moved(section: BrowseSection, state: BrowseState, position: float) -> dict:
+    """The compare's one slider: both sides at that draft, and the compare's address names it."""
+    return render(section, state, state.with_(step=int(position or 0)))
 
 
 def _task(section: BrowseSection, view: Record) -> dict | None:

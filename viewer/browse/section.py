@@ -204,6 +204,8 @@ def _build_compare() -> dict[str, Any]:
     compare_pick = gr.Dropdown([], value=None, label="Compare the open rollout (A) with B, another rollout of "
                                "its task", elem_id="compare-pick")
     compare_head = gr.Markdown(elem_id="compare-head")
+    compare_step = gr.Slider(minimum=1, maximum=2, value=1, step=1, visible=False, label="Draft, both sides",
+                             elem_id="compare-step")
     sides = {}
     with gr.Row(equal_height=False):
         for side in ("a", "b"):
@@ -214,7 +216,7 @@ def _build_compare() -> dict[str, Any]:
     compare_diff = gr.Dataframe(interactive=False, elem_id="compare-diff", label="Ships placed differently",
                                 datatype="str", max_height=420)
     return dict(compare_pick=compare_pick, compare_head=compare_head, compare_a=sides["a"], compare_b=sides["b"],
-                compare_diff=compare_diff)
+                compare_diff=compare_diff, compare_step=compare_step)
 
 
 def _build_hidden() -> dict[str, Any]:
@@ -242,8 +244,8 @@ def _wire(s: BrowseSection) -> None:
     s.next_row.click(bind(on.step_row, s, +1), [s.state, s.page_ids], out, **private)
     s.previous_row.click(bind(on.step_row, s, -1), [s.state, s.page_ids], out, **private)
     s.back.click(bind(on.close_rollout, s), [s.state], out, **private)
-    s.panel.plan_step.release(bind(on.show_draft, s), [s.state, s.panel.plan_step, s.panel.steps], [s.panel.chart],
-                              **private)
+    s.panel.plan_step.release(bind(on.show_draft, s), [s.state, s.panel.plan_step, s.panel.steps],
+                              [s.panel.chart, s.state, s.url, s.share], **private)
     s.panel.plan_step.release(bind(flagging.draft_moved, s), [s.state, s.panel.plan_step], s.flags.outputs,
                               **private)
     box = s.flags
@@ -254,6 +256,7 @@ def _wire(s: BrowseSection) -> None:
                           **private)
     s.compare_pick.input(bind(on.pick_compare, s), [s.state, s.compare_pick], out, **private)
     s.to_compare.click(bind(on.show_compare, s), [s.state], out, **private)
+    s.compare_step.release(bind(on.compare_step_moved, s), [s.state, s.compare_step], out, **private)
     s.copy.click(None, [s.share], None, js=COPY_JS, **private)
     s.panel.optimal_box.expand(bind(on.show_optimum, s), [s.state], [s.panel.optimal], **private)
     s.board.select(bind(on.pick_model, s), [s.state, s.board_models], out, **private)

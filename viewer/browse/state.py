@@ -1,8 +1,9 @@
 """Everything Browse shows, as one value that round-trips through the page's URL.
 
-`?tab=browse&q=storm&model=a&model=b&tier=busy&sort=reward&order=asc&page=2&rollout=<id>&compare=<id>`: the
-filters (rollouts.filters: a key repeated for several values), the sort, the page, the open rollout and a compare
-pair (DESIGN.md "Links"). Opening that URL anywhere shows the same view; the browser's back and forward buttons walk
+`?tab=browse&q=storm&model=a&model=b&tier=busy&sort=reward&order=asc&page=2&rollout=<id>&step=2`: the filters
+(rollouts.filters: a key repeated for several values), the sort, the page, the open rollout and the draft its
+slider shows (`step`, from 1; none: the last); a compare pair is `compare=<a>,<b>&step=<k>` (A the open rollout;
+`rollout=<a>&compare=<b>` reads the same) (DESIGN.md "Links"). Opening that URL anywhere shows the same view; the browser's back and forward buttons walk
 through the states the page pushed. Pure: query text in, state out, and back.
 """
 
@@ -25,6 +26,7 @@ class BrowseState:
     descending: bool = True
     page: int = 1
     rollout: str = ""
+    step: int = 0  # the open rollout's draft on the slider, from 1 (0: the last one)
     compare: str = ""
     view: str = "list"
     # Display choices that stay on this page (not in the URL): extra list columns, the board's same-tasks switch.
@@ -44,9 +46,13 @@ class BrowseState:
                 pairs.append(("order", "asc"))
         if self.page > 1:
             pairs.append(("page", str(self.page)))
-        if self.rollout:
+        if self.rollout and self.compare and self.view == "compare":  # a compare's own address: compare=<a>,<b>
+            pairs.append(("compare", f"{self.rollout},{self.compare}"))
+        elif self.rollout:
             pairs.append(("rollout", self.rollout))
-        if self.compare:
+        if self.step and self.rollout:
+            pairs.append(("step", str(self.step)))
+        if self.compare and self.view != "compare":
             pairs.append(("compare", self.compare))
         if self.view != "list" and not (self.view == "compare" and self.compare):
             pairs.append(("view", self.view))
@@ -69,12 +75,19 @@ def state_from_query(query: str | dict[str, Any]) -> BrowseState:
         problems.append(f"unknown sort {sort[:20]!r}")
         sort = "started"
     rollout, compare = one("rollout"), one("compare")
+    if "," in compare:  # `compare=<a>,<b>`: A is the open rollout
+        first, compare = (part.strip() for part in compare.split(",", 1))
+        rollout = rollout or first
     for name, value in (("rollout", rollout), ("compare", compare)):
         if value and not valid_episode_id(value):
             problems.append(f"malformed {name} id")
+    step = one("step")
+    if step and not (step.isdigit() and 0 < int(step) < 100_000):
+        problems.append("malformed step (a draft number, from 1)")
     view = one("view", "compare" if compare else "list")
     return BrowseState(filters=Filters.from_query(params), sort=sort, descending=one("order", "desc") != "asc",
                        page=max(1, _int(one("page", "1"))), rollout=rollout, compare=compare,
+                       step=int(step) if step.isdigit() and 0 < int(step) < 100_000 and rollout else 0,
                        view=view if view in VIEWS else "list", problems=tuple(problems))
 
 

@@ -296,8 +296,10 @@ def step_scene(task: Mapping[str, Any] | None, steps: Sequence[Mapping[str, Any]
     verdict = "submitted" if step.get("tool") == "submit_plan" else "checked"
     turn = f" in turn {clean(step.get('turn'), 8)}" if step.get("turn") is not None else ""
     view = read_plan(task, step.get("plan"))
-    summary = _verdict(view, moved_ships(task, step.get("plan"), previous) if previous is not None else set(),
-                       "changed")
+    marked = options.get("highlight")  # ships the caller outlines instead of the changes (the gap's top ships)
+    if marked is None:
+        marked = moved_ships(task, step.get("plan"), previous) if previous is not None else set()
+    summary = _verdict(view, marked, clean(options.get("highlight_label", "changed")))
     return berth_scene(task, step.get("plan"), previous_plan=previous,
                        title=f"Draft {index + 1} of {len(steps)} ({verdict}{turn}) · {summary}", **options)
 

@@ -45,18 +45,20 @@ class CardFacts:
     cost: int | None
     optimal_cost: int | None
     status: str | None = None   # said instead of feasible or not (an episode still running)
+    step: str | None = None     # the step drawn, when not the final plan ("draft 2 of 5 · turn 4")
 
 
 def share_svg(task: Mapping[str, Any] | None, plan: Any, *, model: str, reward: float | None = None,
               feasible: bool | None = None, cost: int | None = None, optimal_cost: int | None = None,
               task_id: str | None = None, tier: str | None = None, check: Any = None,
-              status: str | None = None) -> str:
+              status: str | None = None, step: str | None = None) -> str:
     """The share card as an SVG document (what `share_png` rasterises).
 
     `task` may be None (a task this Space does not have): the card then has the facts without a chart. Facts not
     given are taken from the task (id, tier, ships, optimum) and from checking `plan` (feasible, cost); a rollout's
     index row (`rollouts.schema.index_row`) has them all: `model`, `reward`, `feasible`, `cost`, `optimal_cost`.
-    `status` (e.g. "still running") is said in a grey pill instead of feasible or not.
+    `status` (e.g. "still running") is said in a grey pill instead of feasible or not; `step` names the draft
+    drawn when it is not the final plan (a step's card: its reward, feasibility and cost are that draft's).
     """
     view = read_plan(task, plan, check) if task is not None else None
     result = view.result if view is not None else None
@@ -68,7 +70,7 @@ def share_svg(task: Mapping[str, Any] | None, plan: Any, *, model: str, reward: 
         feasible=feasible if feasible is not None else (result.feasible if result is not None else None),
         cost=cost if cost is not None else (result.cost if result is not None else None),
         optimal_cost=optimal_cost if optimal_cost is not None else reference.get("optimal_cost"),
-        status=clean(status, 40) if status else None)
+        status=clean(status, 40) if status else None, step=clean(step, 60) if step else None)
     parts = _header(facts)
     if task is not None:
         scene = berth_scene(task, plan, check=result, title="", cranes=False, size=CHART_PLOT)
@@ -103,7 +105,8 @@ def _header(facts: CardFacts) -> list[str]:
     width = CARD_W - 2 * PAD
     task_line = " · ".join([_fit(facts.task_id, 24, 560)]
                            + ([f"tier {_fit(facts.tier, 24, 200)}"] if facts.tier else [])
-                           + ([f"{facts.ships} ships"] if facts.ships is not None else []))
+                           + ([f"{facts.ships} ships"] if facts.ships is not None else [])
+                           + ([facts.step] if facts.step else []))
     parts = [
         f'<text x="{PAD}" y="40" font-size="15" font-weight="bold" letter-spacing="2" fill="{SHIP_FILL}">'
         f"BERTH-PLANNING AGENT ARENA</text>",

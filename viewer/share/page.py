@@ -26,9 +26,11 @@ from rollouts.record import Record
 from viewer.chart import chart_svg, optimum_scene, preview_scene, step_scene
 from viewer.chart.card import cost_words
 from viewer.chart.scene import UNSAFE, clean
+from viewer.gap_view import final_gap, gap_markdown, outline_label, outlined_ships
 from viewer.live import LiveView
 from viewer.markdown import fmt_num, markdown_html, shorten
-from viewer.replay import record_messages
+from viewer.replay import record_turns
+from viewer.share.steps import StepAt, drafts_nav, step_banner, step_tags, step_title, turn_link
 from viewer.summary import grade_panel, grade_words, usage_summary
 
 ARENA = "Berth-planning agent arena"
@@ -52,6 +54,12 @@ class PageLinks:
     arena: str               # the same rollout in the app: Browse, or the Run tab watching it live
     home: str
     raw: str | None = None   # the record as JSON
+    rollout: str = ""        # the rollout's own page (`page` names a step of it when they differ)
+    compare: str = ""        # Browse's compare of this rollout with the best other rollout of its task
+
+    @property
+    def whole(self) -> str:
+        return self.rollout or self.page
 
 
 def plain(value: Any, limit: int = 200) -> str:
@@ -67,31 +75,48 @@ def isolated(value: Any, limit: int = 200) -> str:
 # -- the finished rollout ----------------------------------------------------------------------------------------
 
 def rollout_page(rollout: Record | Mapping[str, Any], row: Mapping[str, Any], task: Mapping[str, Any] | None,
-                 links: PageLinks, flags: Sequence[Mapping[str, Any]] = ()) -> str:
+                 links: PageLinks, flags: Sequence[Mapping[str, Any]] = (), at: StepAt | None = None) -> str:
     """The share page of a finished rollout; `row` is its index row (where it came from), `task` the full task when
-    this Space has it (else the page says why there is no chart), `flags` the flags shown on its steps."""
+    this Space has it (else the page says why there is no chart), `flags` the flags shown on its steps. `at`: the
+    page opened at that step (its draft on the chart, its turn marked in the transcript, its own tags and image)."""
     view = Record.of(rollout)
+    optimum_cost = optimal_cost(view, task)
     title = f"{clean(view.model or '?', 120)} on {clean(view.task_id or '?', 100)}"
     description = " · ".join(outcome_words(view, task))
+    if at is not None:
+        title = f"{title}: {step_title(view, at)}"
+        description = f"{step_tags(view, at, optimum_cost)} · final: {description}"
     head = _head(title, description, links)
     steps = view.plan_steps
-    scene = step_scene(task, steps, len(steps) - 1) if steps else (preview_scene(task) if task else None)
-    chart = _figure(scene, "" if steps else "No plan was sent: the task as the port published it.")
+    shown = len(steps) - 1 if at is None else (at.draft.index - 1 if at.draft is not None else -1)
+    split = final_gap(view, task)
+    outline = ({"highlight": outlined_ships(split), "highlight_label": outline_label(split)}
+               if at is None and outlined_ships(split) else {})
+    scene = (step_scene(task, steps, shown, **outline) if steps and shown >= 0
+             else (preview_scene(task) if task else None))
+    chart = _figure(scene, "" if steps and shown >= 0 else "No plan was sent yet: the task as the port published it.")
     if task is None:
         chart = ('<p class="note">This task is not in this arena\'s task pack, so its plans cannot be drawn here; '
                  "the grade and the transcript are below.</p>")
     best = optimum_scene(task, view.last_plan, label=f"{clean(view.model, 60)}'s last plan") if steps else None
     optimum = (f'<details class="optimum"><summary>Beside the proven optimum</summary>{chart_svg(best)}</details>'
                if best is not None else "")
+    drafts = drafts_nav(view, links.whole, optimum_cost, at.draft.index if at and at.draft else None)
     grade = (f'<section class="grade">{markdown_html(grade_panel(view, task))}'
-             f'{markdown_html(usage_summary(view, heading=False))}</section>')
+             f'{markdown_html(usage_summary(view, heading=False))}'
+             f'<div class="gap">{markdown_html(gap_markdown(split))}</div>'
+             + (f'<p><a class="button" href="{html.escape(links.compare)}">Compare with the best rollout of this '
+                "task</a></p>" if links.compare else "")
+             + "</section>")
+    banner = step_banner(view, at, links.whole, optimum_cost) if at is not None else ""
     # Starting Play from this rollout's last plan: only where the plan can be drawn (the task is served here).
     beat = f"{links.home.rstrip('/')}/?{beat_query(view.task_id, view.episode_id)}" if steps and task else None
     body = (_top(links, "Open in the arena", beat)
-            + _header(view, task, _facts(view, task))
-            + f'<main class="layout"><div class="picture">{chart}{optimum}</div>{grade}</main>'
+            + _header(view, task, _facts(view, task)) + banner
+            + f'<main class="layout"><div class="picture">{chart}{drafts}{optimum}</div>{grade}</main>'
             + flags_html(flags)
-            + transcript_html(record_messages(view, task), raw=links.raw)
+            + transcript_html(record_turns(view, task), raw=links.raw, page=links.whole,
+                              current=at.turn if at else None)
             + _footer(view, row))
     return _document(head, body)
 
@@ -223,13 +248,19 @@ def missing_page(home: str) -> str:
 
 # -- the transcript ----------------------------------------------------------------------------------------------
 
-def transcript_html(messages: Sequence[Any], *, raw: str | None = None,
-                    budget: int = TRANSCRIPT_CHARS) -> str:
+def transcript_html(messages: Sequence[Any], *, raw: str | None = None, budget: int = TRANSCRIPT_CHARS,
+                    page: str = "", current: int | None = None) -> str:
     """The app's chat messages (gr.ChatMessage: Markdown content, metadata with title, id and parent_id) as HTML:
     a message with a title is folded under it, its children (a tool call's result, a result's raw JSON) inside.
 
     At most `budget` characters of messages are shown: the rest of a longer transcript is left out, and a note
-    says how much and links to `raw`, the whole record as JSON."""
+    says how much and links to `raw`, the whole record as JSON.
+
+    Messages given as (message, turn) pairs (viewer.replay.record_turns) are grouped by turn, each turn a section
+    with an anchor (`#turn-4`) and, given the rollout's `page`, a link to its own page; turn `current` is marked."""
+    pairs = [m if isinstance(m, tuple) else (m, None) for m in messages]
+    turn_of = {id(m): t for m, t in pairs}
+    messages = [m for m, _ in pairs]
     children: dict[str, list[Any]] = {}
     known = {str(_meta(m).get("id")) for m in messages if _meta(m).get("id")}
     roots = []
@@ -256,14 +287,32 @@ def transcript_html(messages: Sequence[Any], *, raw: str | None = None,
         return (f'<details class="msg {role}"><summary>{markdown_html(str(meta["title"]), inline=True)}{aside}'
                 f'</summary><div class="body" dir="auto">{inner}</div></details>')
 
-    parts = []
+    parts, open_turn = [], None
     for message in roots:
         if left[0] <= 0:
             break
+        turn = turn_of.get(id(message))
+        if turn != open_turn:
+            parts.append(_turn_break(open_turn, turn, page, current))
+            open_turn = turn
         parts.append(render(message))
+    parts.append(_turn_break(open_turn, None, page, current))
     return ('<section class="transcript"><h2>Transcript</h2><p class="hint">Thinking, tool calls and their results '
             f'are folded: open one to read it.</p>{"".join(parts)}{_shortened(len(messages) - shown[0], raw)}'
             "</section>")
+
+
+def _turn_break(closing: int | None, opening: int | None, page: str, current: int | None) -> str:
+    """Where one turn's section ends and the next begins (messages outside every turn sit between them)."""
+    end = "</section>" if closing is not None else ""
+    if opening is None:
+        return end
+    mark = " current" if opening == current else ""
+    link = (f' <a class="step-link" href="{html.escape(turn_link(page, opening))}">link to this step</a>'
+            if page else "")
+    here = ' <span class="here">this step</span>' if opening == current else ""
+    return (f'{end}<section class="turn{mark}" id="turn-{opening}"><h3 class="turn-head">'
+            f"Turn {opening}{here}{link}</h3>")
 
 
 def _shortened(left_out: int, raw: str | None) -> str:
@@ -354,6 +403,7 @@ figcaption {color: var(--muted); font-size: .85rem; padding: 2px 6px}
   overflow-wrap: anywhere}
 .grade h3 {margin: 10px 0 4px; font-size: 1.05rem} .grade ul {padding-left: 18px; margin: 4px 0 10px}
 .note {color: var(--muted)}
+.gap table {font-size: .85rem} .gap h3 {margin-top: 14px}
 .transcript {max-width: 980px; margin-top: 22px} .transcript h2 {margin: 0; font-size: 1.25rem}
 .hint {margin: 0 0 10px; color: var(--muted); font-size: .9rem}
 .msg {margin: 8px 0; padding: 8px 12px; border: 1px solid var(--line); border-radius: 8px; overflow-wrap: anywhere}
@@ -368,6 +418,15 @@ table {border-collapse: collapse; display: block; overflow-x: auto} td, th {bord
 .flags {max-width: 980px; margin-top: 22px} .flags h2 {margin: 0; font-size: 1.25rem}
 .flags ul {padding-left: 20px; margin: 4px 0} .flags li {margin: 4px 0; overflow-wrap: anywhere}
 .flag-label {color: #b3261e; font-weight: 600} .flag-note {margin: 2px 0 0; color: var(--muted)}
+.step {margin: 0 0 12px; padding: 8px 14px; border: 2px solid #F58518; border-radius: 8px; background: #fff8f0}
+.step p {margin: 4px 0} .address {font-size: .9rem; overflow-wrap: anywhere}
+.drafts {margin-top: 10px} .drafts > summary {cursor: pointer; font-weight: 600}
+.drafts ol {margin: 6px 0; padding-left: 22px; font-size: .9rem} .drafts li.current {font-weight: 700}
+.drafts li.current::marker {color: #F58518}
+.turn {margin: 14px 0; padding: 2px 10px 4px; border-left: 3px solid var(--line); scroll-margin-top: 8px}
+.turn-head {margin: 4px 0; font-size: 1rem} .step-link {font-size: .82rem; font-weight: 400; margin-left: 8px}
+.here {font-size: .8rem; background: #F58518; color: white; border-radius: 999px; padding: 1px 8px; margin-left: 6px}
+.turn.current, .turn:target {border-left-color: #F58518; background: #fff8f0}
 footer {margin-top: 28px; color: var(--muted); font-size: .85rem; border-top: 1px solid var(--line)}
 footer p {margin: 6px 0}
 @media (max-width: 900px) {

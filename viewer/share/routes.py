@@ -3,7 +3,9 @@ then mounts Gradio at `/`, the documented way; routes registered first are match
 
 - `GET /r/<episode_id>`: the rollout's page (viewer/share/page.py), for people and link crawlers alike;
 - `GET /r/<episode_id>.png`: its share image, 1200 x 630 (viewer/chart/card.py), the page's og:image;
-- `GET /r/<episode_id>.json`: the record itself, the page's "Raw JSON".
+- `GET /r/<episode_id>.json`: the record itself, the page's "Raw JSON";
+- `GET /r/<episode_id>/step/<k>` and `/turn/<n>` (+ `.png`): the page opened at that draft or turn, and its image
+  (viewer/share/steps.py); a step the rollout does not have gets the 404 of a rollout that is not there.
 
 Every other path under `/r/` is a link to no rollout.
 
@@ -56,6 +58,7 @@ from viewer.context import AppContext
 from viewer.records import Found
 from viewer.share.page import PageLinks, missing_page, optimal_cost, running_page
 from viewer.share.page import rollout_page as page_html
+from viewer.share.steps import StepAt, card_step, step_at
 
 PAGE_VERSION = "1"        # bump when the page or the image draw differently: every ETag changes with it
 FINISHED = "public, max-age=604800, immutable"   # a week: a finished rollout's image and JSON never change
@@ -75,7 +78,8 @@ RENDER_SHARE = 0.3         # the share of the time lookups and renders may take,
 MAX_WAITING = 256          # requests waiting for a worker beyond which the routes say "busy" (503) at once
 PAGES_KEPT, IMAGES_KEPT = 64, 128
 PAGE_BYTES_KEPT, IMAGE_BYTES_KEPT = 24 << 20, 16 << 20   # whatever the entries, the bytes they hold at most
-_NAME = re.compile(r"(?P<id>.*?)(?P<kind>\.png|\.json)?")
+# `<id>`, `<id>/step/<k>` or `<id>/turn/<n>`, then `.png` or `.json` or nothing (a step has no JSON of its own)
+_NAME = re.compile(r"(?P<id>[^/]*?)(?:/(?P<at>step|turn)/(?P<n>[1-9][0-9]{0,5}))?(?P<kind>\.png|\.json)?")
 KINDS = {None: "page", ".png": "image", ".json": "json"}
 MEDIA = {"page": "text/html; charset=utf-8", "image": "image/png", "json": "application/json",
          "text": "text/plain; charset=utf-8"}
@@ -197,13 +201,14 @@ class SharePages:
         match = _NAME.fullmatch(name)
         kind = KINDS[match.group("kind")] if match else "page"
         episode_id = match.group("id") if match else ""
+        step = (match.group("at"), int(match.group("n"))) if match and match.group("at") else None
         head_only = request.method == "HEAD"
         # Links on the public address; only where none is known, on the address the visitor used (`Vary: Host`).
         host_bound = self.ctx.settings.public_url is None
         base = self.ctx.link_base(str(request.base_url))
-        if not valid_episode_id(episode_id):
+        if not valid_episode_id(episode_id) or (step is not None and kind == "json"):
             return self.missing(base).response(head_only, host_bound)
-        kept = self.kept(episode_id, kind, base, request.headers.get("if-none-match", ""))
+        kept = self.kept(episode_id, kind, base, request.headers.get("if-none-match", ""), step)
         if kept is not None:  # on the event loop: a dict lookup, never queued behind renders waiting on the pace
             return kept.response(head_only, host_bound)
         if self.waiting >= MAX_WAITING:
@@ -212,7 +217,7 @@ class SharePages:
         self.waiting += 1
         try:
             answer = await anyio.to_thread.run_sync(self.answer, episode_id, kind, base,
-                                                    request.headers.get("if-none-match", ""),
+                                                    request.headers.get("if-none-match", ""), step,
                                                     limiter=self._limits[kind])
         finally:
             self.waiting -= 1
@@ -220,27 +225,31 @@ class SharePages:
 
     # -- in a worker thread ------------------------------------------------------------------------------------
 
-    def answer(self, episode_id: str, kind: str, base: str, if_none_match: str = "") -> Answer:
-        """The answer to `/r/<episode_id>` (+ `.png` or `.json`) for links built on `base`."""
+    def answer(self, episode_id: str, kind: str, base: str, if_none_match: str = "",
+               step: tuple[str, int] | None = None) -> Answer:
+        """The answer to `/r/<episode_id>` (+ `.png` or `.json`) for links built on `base`; `step` ("step", k) or
+        ("turn", n) for that step's page or image."""
         if not self.ctx.public(episode_id):  # an undecided random match's side: not public yet
             return self.missing(base)
         found = self.ctx.records.find(episode_id)
-        if found.running:
-            return self.running(found.run, kind, base)
-        kept = self.kept(episode_id, kind, base, if_none_match)
+        if found.running:  # a running episode's steps are still being taken: only its own page and image
+            return self.running(found.run, kind, base) if step is None else self.missing(base)
+        kept = self.kept(episode_id, kind, base, if_none_match, step)
         if kept is not None:
             return kept
         # One paced piece of work, so that a request never waits on its own lookup's share of the time.
-        return self.pace.run(self.fresh, found, kind, base, if_none_match)
+        return self.pace.run(self.fresh, found, kind, base, if_none_match, step)
 
-    def kept(self, episode_id: str, kind: str, base: str, if_none_match: str = "") -> Answer | None:
+    def kept(self, episode_id: str, kind: str, base: str, if_none_match: str = "",
+             step: tuple[str, int] | None = None) -> Answer | None:
         """A finished rollout's page or image as kept (no lookup, no render, no pace), or None."""
-        kept = self._cache(kind).get(self._key(episode_id, kind, base)) if kind != "json" else None
+        kept = self._cache(kind).get(self._key(episode_id, kind, base, step)) if kind != "json" else None
         if kept is not None and kept.task_known == (self.ctx.task_for(kept.task_id, None) is not None):
             return kept.again(if_none_match)
         return None
 
-    def fresh(self, found: Found, kind: str, base: str, if_none_match: str = "") -> Answer:
+    def fresh(self, found: Found, kind: str, base: str, if_none_match: str = "",
+              step: tuple[str, int] | None = None) -> Answer:
         """A finished rollout's answer from its record: looked up, hashed and drawn (a page or image then kept)."""
         episode_id = found.episode_id
         try:
@@ -250,10 +259,14 @@ class SharePages:
         except SourceError:
             return Answer(503, b"This rollout could not be read just now: try again in a moment.", "text",
                           headers={"Retry-After": "30"})
+        at = step_at(view, *step) if step is not None else None
+        if step is not None and at is None:  # a step it does not have: the same 404 as a rollout that is not there
+            return self.missing(base)
         record, task_id = view.data, view.task_id
         task = self.ctx.task_for(task_id, None)
         flags = self.ctx.archive.flags_of(episode_id) if kind == "page" else []
-        etag = self._etag(episode_id, record, kind, task is not None, f"{base}:{_flag_marks(flags)}")
+        etag = self._etag(episode_id, record, kind, task is not None, f"{base}:{_flag_marks(flags)}",
+                          at.path if at else "")
         cache_control = FINISHED if task is not None or kind == "json" else WITHOUT_TASK
         if kind == "page" and cache_control == FINISHED:
             cache_control = FLAGGABLE
@@ -263,25 +276,35 @@ class SharePages:
             body = json.dumps(record, ensure_ascii=False).encode("utf-8")
             return Answer(200, body, kind, etag, cache_control,
                           {"Content-Disposition": f'inline; filename="{episode_id}.json"'})
-        body = (self._image(view, task) if kind == "image"
-                else page_html(view, row, task, self.links(episode_id, base), flags).encode("utf-8"))
+        body = (self._image(view, task, at) if kind == "image"
+                else page_html(view, row, task, self.links(episode_id, base, at=at, task_id=task_id),
+                               flags, at).encode("utf-8"))
         answer = Answer(200, body, kind, etag, cache_control)
-        self._cache(kind).put(self._key(episode_id, kind, base), _Kept(answer, task_id, task is not None), len(body))
+        self._cache(kind).put(self._key(episode_id, kind, base, step), _Kept(answer, task_id, task is not None),
+                              len(body))
         return answer
 
-    def _key(self, episode_id: str, kind: str, base: str) -> tuple:
+    def _key(self, episode_id: str, kind: str, base: str, step: tuple[str, int] | None = None) -> tuple:
         """What an answer is kept under: a page's names the flags it shows, so a new flag or a hide draws it anew."""
         marks = _flag_marks(self.ctx.archive.flags_of(episode_id, refresh=False)) if kind == "page" else ""
-        return (*_key(episode_id, kind, base), marks)
+        return (*_key(episode_id, kind, base, step), marks)
 
     def _cache(self, kind: str) -> _Lru:
         return self.images if kind == "image" else self.pages
 
-    def links(self, episode_id: str, base: str, *, running: bool = False) -> PageLinks:
+    def links(self, episode_id: str, base: str, *, running: bool = False, at: StepAt | None = None,
+              task_id: str = "") -> PageLinks:
+        """The page's links; given its `task_id`, a compare with the best other rollout of that task (the best when
+        the page was drawn: a kept page may name one since beaten, still a rollout of the task)."""
         page = rollout_page(episode_id, base)
-        arena = app_link(f"episode={episode_id}" if running else f"tab=browse&rollout={episode_id}", base)
-        return PageLinks(page=page, image=f"{page}.png", arena=arena, home=f"{base}/",
-                         raw=None if running else f"{page}.json")
+        opened = f"&step={at.draft.index}" if at is not None and at.draft is not None else ""
+        arena = app_link(f"episode={episode_id}" if running else f"tab=browse&rollout={episode_id}{opened}", base)
+        here = page + (at.path if at is not None else "")
+        best = self.ctx.archive.same_task(task_id, exclude=episode_id, limit=1) if task_id else []
+        step = f"&step={at.draft.index}" if at is not None and at.draft is not None else ""
+        compare = app_link(f"tab=browse&compare={episode_id},{best[0]['episode_id']}{step}", base) if best else ""
+        return PageLinks(page=here, image=f"{here}.png", arena=arena, home=f"{base}/",
+                         raw=None if running else f"{page}.json", rollout=page, compare=compare)
 
     def missing(self, base: str) -> Answer:
         """One answer for every link that names no rollout: the same body whatever the id was."""
@@ -311,15 +334,24 @@ class SharePages:
             self.images.put(key, body, len(body))
         return Answer(200, body, kind)
 
-    def _image(self, view: Record, task: Mapping[str, Any] | None) -> bytes:
+    def _image(self, view: Record, task: Mapping[str, Any] | None, at: StepAt | None = None) -> bytes:
         grade = view.grade
+        if at is not None:  # that draft and what the server said of it
+            draft = at.draft
+            svg = share_svg(task, draft.plan if draft else None, model=view.model or "?", task_id=view.task_id,
+                            tier=view.task.get("difficulty"), reward=draft.reward if draft else None,
+                            feasible=draft.feasible if draft else None, cost=draft.cost if draft else None,
+                            optimal_cost=optimal_cost(view, task), step=card_step(view, at),
+                            status=None if draft and draft.feasible is not None else "no verdict")
+            return self.raster.png(svg)
         svg = share_svg(task, view.final_plan, model=view.model or "?", task_id=view.task_id,
                         tier=view.task.get("difficulty"), reward=view.reward,
                         feasible=grade.get("feasible") if grade else None, cost=view.cost,
                         optimal_cost=optimal_cost(view, task), status=None if grade else "not submitted")
         return self.raster.png(svg)
 
-    def _etag(self, episode_id: str, record: Mapping[str, Any], kind: str, task_known: bool, base: str) -> str:
+    def _etag(self, episode_id: str, record: Mapping[str, Any], kind: str, task_known: bool, base: str,
+              step: str = "") -> str:
         kept = self._etags.get(episode_id)
         if kept is not None and kept[0] == id(record):
             digest = kept[1]
@@ -327,14 +359,15 @@ class SharePages:
             text = json.dumps(record, sort_keys=True, ensure_ascii=False, default=str)
             digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
             self._etags.put(episode_id, (id(record), digest))
-        marks = f"{digest}:{PAGE_VERSION}:{APP_VERSION}:{kind}:{int(task_known)}:{base}"
+        marks = f"{digest}:{PAGE_VERSION}:{APP_VERSION}:{kind}:{int(task_known)}:{base}:{step}"
         return f'"{hashlib.sha256(marks.encode()).hexdigest()[:32]}"'
 
 
-def _key(episode_id: str, kind: str, base: str) -> tuple:
+def _key(episode_id: str, kind: str, base: str, step: tuple[str, int] | None = None) -> tuple:
     """What a finished rollout's answer is kept under: a page's links name `base`, the public address (the same
-    for every request) unless none is known; an image names no address."""
-    return episode_id, kind, base if kind == "page" else None
+    for every request) unless none is known; an image names no address. A step's answers are kept apart."""
+    kept = (episode_id, kind, base if kind == "page" else None)
+    return kept if step is None else (*kept, step)
 
 
 def _flag_marks(flags: list[dict]) -> str:
