@@ -7,7 +7,8 @@ models' mean), 95% intervals from 100 resamples of the tasks, no rating below ro
 tasks. Under the table the notes Browse shows under its board (rollouts.ratings.ratings_notes): the real anchor,
 who is rated, the ranks several models share and why, each model without a rating and why. The folder is left
 byte for byte as it was. `--json` prints one JSON list of
-{model, rating, ci_low, ci_high, rank, battles, wins, losses, ties, note} (null without a rating; `note` says why).
+{model, rating, ci_low, ci_high, rank, battles, wins, losses, ties, note, provisional} (null without a rating;
+`note` says why; `provisional`: fewer battles than a settled place needs).
 Votes on arena matches never enter a rating.
 """
 

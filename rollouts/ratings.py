@@ -350,8 +350,9 @@ def upper_bound_ranks(low: np.ndarray, high: np.ndarray) -> np.ndarray:
 
 
 def ratings_json(lines: Sequence[Rating]) -> list[dict]:
-    """`python -m agent ratings --json`: {model, rating, ci_low, ci_high, rank, battles, wins, losses, ties, note}
-    per model, ratings to one decimal (null without a rating)."""
+    """`python -m agent ratings --json`: {model, rating, ci_low, ci_high, rank, battles, wins, losses, ties, note,
+    provisional} per model, ratings to one decimal (null without a rating); `provisional`: too few battles to read
+    its place as more than a first look (rollouts.sample_size)."""
     out = []
     for line in lines:
         item = asdict(line)

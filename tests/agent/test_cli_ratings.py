@@ -25,7 +25,7 @@ from testkit.hand_records import hand_record
 from tests.agent.test_cli_board import snapshot
 
 X, GREEDY, LONER, HUMAN = "openai:gpt-x", "baseline:greedy", "anthropic:loner", "human"
-KEYS = ["model", "rating", "ci_low", "ci_high", "rank", "battles", "wins", "losses", "ties", "note"]
+KEYS = ["model", "rating", "ci_low", "ci_high", "rank", "battles", "wins", "losses", "ties", "note", "provisional"]
 
 
 CELLS = [("t1", ANCHOR, 0.2), ("t1", GREEDY, 0.4), ("t1", GREEDY, 0.6), ("t1", X, 0.5), ("t2", ANCHOR, 0.3),
@@ -52,6 +52,7 @@ def test_ratings_json_counts_the_battles_of_every_shared_task_and_leaves_the_fol
     assert snapshot(folder) == before  # a command that reads leaves the folder byte for byte as it was
     items = json.loads(capsys.readouterr().out)
     assert all(list(item) == KEYS for item in items)
+    assert all(item["provisional"] for item in items)  # every model here has fewer than 50 battles
     by_model = {item["model"]: item for item in items}
     counts = {m: (i["battles"], i["wins"], i["losses"], i["ties"]) for m, i in by_model.items()}
     assert counts == {GREEDY: (12, 2, 1, 9), X: (12, 1, 2, 9), ANCHOR: (13, 1, 4, 8), HUMAN: (3, 3, 0, 0),
@@ -78,7 +79,7 @@ def test_ratings_markdown_and_a_folder_without_rollouts(folder, tmp_path, capsys
     assert main(["ratings", "--dir", str(folder)]) == 0
     out = capsys.readouterr().out
     assert out.startswith("| rank | model | rating (95% CI) | battles | wins | losses | ties |")
-    assert f"| {GREEDY} | " in out and "| 1000 (1000-1000) | 13 | 1 | 4 | 8 |" in out
+    assert f"| {GREEDY} | " in out and "| 1000 (1000-1000) provisional | 13 | 1 | 4 | 8 |" in out
     # The same notes as Browse's: the real anchor, who is rated, shared ranks in words, each unrated model and why.
     notes = out.split("\n\n", 1)[1]
     assert "scale: 1000 = baseline:naive, the anchor" in notes

@@ -41,6 +41,7 @@ def test_a_share_link_lands_on_its_rollout_and_a_bad_one_says_why(browse, new_pa
         expect(head).to_contain_text(part)
     expect(page.locator("#browse-chart .js-plotly-plot")).to_be_visible()
     expect(page.locator("#browse-chat .message").first).to_be_visible()
+    page.screenshot(path=str(ARTIFACTS / "share-link-desktop.png"))
     for selector in ("#rollout-head", "#browse-chart", "#browse-chat"):
         assert in_first_viewport(page, selector), f"{selector} starts below the first viewport"
     expect(page).to_have_title(f"anthropic:claude-sonnet-5-5@high on {TASK} · Berth arena")

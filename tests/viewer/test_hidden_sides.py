@@ -64,7 +64,8 @@ def tally_note(arena) -> str:
     """Browse's board note as it reads now: the board's notes, the ratings' and the votes per model with their
     matches."""
     section = SimpleNamespace(ctx=arena.ctx, board="board", board_models="models", board_note="note",
-                              convergence="convergence", heatmap="heatmap", heatmap_cells="cells")
+                              convergence="convergence", heatmap="heatmap", heatmap_cells="cells",
+                              frontier="frontier", frontier_note="frontier_note", card_pick="card_pick", card="card")
     return board_view(section, BrowseState())["note"]
 
 

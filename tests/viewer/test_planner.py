@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import random
 import re
+from types import SimpleNamespace
 
 import pytest
 
@@ -84,13 +85,15 @@ def test_the_value_carries_the_draft_its_start_and_locks(task):
 
 
 class _Records:
+    """The app's one door by id (viewer.records.RecordCache.find) over a few records."""
+
     def __init__(self, *records: dict) -> None:
         self.by_id = {r["episode_id"]: r for r in records}
 
-    def get(self, episode_id: str):
+    def find(self, episode_id: str, *, running: bool = True) -> SimpleNamespace:
         if episode_id not in self.by_id:
             raise RolloutNotFound(f"no rollout {episode_id}")
-        return self.by_id[episode_id], {}
+        return SimpleNamespace(record=Record(self.by_id[episode_id]), row={})
 
 
 def test_play_starts_from_the_published_plan_the_naive_re_plan_or_a_rollout(task):

@@ -327,7 +327,8 @@ def _beat_line(ctx: Any, view: Record, task: dict | None, base: str | None) -> s
     """"Try to beat this": Play on the rollout's task with its last plan loaded (where the plan can be drawn)."""
     if task is None or not view.plan_steps:
         return ""
-    return f"\n\n[▶ Try to beat this in Play]({ctx.share_link(beat_query(view.task_id, view.episode_id), base)})"
+    # On the header's last line: a line of its own would push the transcript out of a laptop's first screen.
+    return f" · [▶ Try to beat this in Play]({ctx.share_link(beat_query(view.task_id, view.episode_id), base)})"
 
 
 def _record_download(ctx: Any, episode_id: str, view: Record, visitor: str) -> tuple[gr.DownloadButton, str]:

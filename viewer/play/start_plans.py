@@ -16,7 +16,6 @@ from agent.limits import InputTooLarge, check_input
 from berth_env import PlanError, canonical_plan, parse_plan
 from berth_env.baselines import published_plan
 from rollouts.archive import RolloutNotFound
-from rollouts.record import Record
 from rollouts.sources import SourceError
 
 PUBLISHED, NAIVE = "published", "naive"
@@ -59,10 +58,9 @@ def start_plan(records: Any, task: Mapping[str, Any], source: str) -> StartPlan:
             raise ValueError("this task has no naive re-plan")
         return StartPlan(list(naive), NAIVE_NAME)
     try:
-        record, _ = records.get(source)
+        view = records.find(source, running=False).record
     except (RolloutNotFound, SourceError) as exc:
         raise ValueError(f"rollout {source[:64]}: {exc}") from None
-    view = Record(record)
     if view.task_id != task.get("task_id"):
         raise ValueError(f"rollout {source[:64]} played another task ({str(view.task_id)[:80]})")
     try:  # a stored record is untrusted until read: the plan goes through the one size limit and the parser
