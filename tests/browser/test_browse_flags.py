@@ -4,6 +4,8 @@ in, and the "Flagged" filter lists the flagged rollouts only; at 1440x900 and on
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 from playwright.sync_api import expect
 
@@ -14,13 +16,17 @@ NOTE = 'Moved the priority ship off its section <img src=x onerror="window.__xss
 
 
 @pytest.fixture(scope="module")
-def flagged(browse):
+def flagged(browse) -> Iterator[tuple]:
     app, shared, _, _ = browse
     book = FlagBook(app.ctx.store.root, app.ctx.store.writer_id)
     rows = [book.add(new_flag(shared["episode_id"], "draft", 2, "misread_rule", NOTE, "harbour-analyst")),
             book.add(new_flag(shared["episode_id"], "turn", 3, "good_recovery", "", "ana"))]
     app.ctx.archive.refresh_local(force=True)
-    return app, shared, rows
+    yield app, shared, rows
+    # The app is the worker's (tests/browser/conftest.py): the other files see this rollout as they always have.
+    for row in rows:
+        book.hide(row["flag_id"])
+    app.ctx.archive.refresh_local(force=True)
 
 
 @pytest.mark.parametrize("size, name", [(DESKTOP, "desktop"), (PHONE, "phone")])
