@@ -50,6 +50,11 @@ RERUN_END_REASONS = ("error", "wall_clock", "stopped", "interrupted")
 LOCAL_APP = "http://127.0.0.1:7860"  # where `python app.py` serves the share pages off a Space
 
 
+# Every command but `run`, each a module with add_parser() and main(args).
+COMMANDS = {"tasks": cli_tasks, "board": cli_board, "explain": cli_explain, "ratings": cli_ratings,
+            "regrade": cli_regrade, "sweep": cli_sweep, "export": cli_export}
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m agent", description="Run models on berth-planning tasks.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -75,13 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="play each task x model cell R times, e.g. to average over sampling (default: 1)")
     run.add_argument("--shard", type=parse_shard, metavar="K/N",
                      help="play only the K-th of N disjoint slices of the task x model grid (e.g. 2/4)")
-    cli_board.add_parser(commands)
-    cli_explain.add_parser(commands)
-    cli_ratings.add_parser(commands)
-    cli_regrade.add_parser(commands)
-    cli_tasks.add_parser(commands)
-    cli_sweep.add_parser(commands)
-    cli_export.add_parser(commands)
+    for command in (cli_board, cli_explain, cli_ratings, cli_regrade, cli_tasks, cli_sweep, cli_export):
+        command.add_parser(commands)  # in the order --help lists them
     return parser
 
 
@@ -89,20 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command in ("tasks", "regrade"):
         cli_tasks.serve_tasks()  # bounded: offline, the bundled tasks serve
-    if args.command == "tasks":
-        return cli_tasks.main(args)
-    if args.command == "board":
-        return cli_board.main(args)
-    if args.command == "explain":
-        return cli_explain.main(args)
-    if args.command == "ratings":
-        return cli_ratings.main(args)
-    if args.command == "regrade":
-        return cli_regrade.main(args)
-    if args.command == "sweep":
-        return cli_sweep.main(args)
-    if args.command == "export":
-        return cli_export.main(args)
+    if args.command in COMMANDS:
+        return COMMANDS[args.command].main(args)
     try:
         args.specs = {model: check_model(model) for model in args.model}
         check_run_name(args.run)
