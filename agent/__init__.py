@@ -1,4 +1,5 @@
-"""The agent loop: providers (one per model API, and the baselines), the episode loop and its typed events, building
-the rollout record, the task catalog, episodes that outlive a page, hand play, the CLI. See ARCHITECTURE.md."""
+"""The agent loop: the run request, providers (one per model API, and the baselines), the OpenEnv session and the
+guard on the servers it dials, and the episode loop that turns a request into events and a record. The app's live
+episodes are `live/`, the task catalog `catalog/`, the CLI `batch/` (run as `python -m agent`). See ARCHITECTURE.md."""
 
 APP_VERSION = "0.1.0"

@@ -1,2 +1,3 @@
-"""The screen: pure renderers (events or a record in; chat messages, berth charts, Markdown out) and the Gradio
-sections (Run, Browse, Play) built from them. See ARCHITECTURE.md."""
+"""The screen: the berth chart, pure renderers (a Record or events in; chat messages, Markdown out), what Run and
+the Arena share, the Gradio sections (Run, Arena, Browse, Play) built from them and the share pages. See
+ARCHITECTURE.md."""
