@@ -14,6 +14,7 @@ from typing import Any
 
 from live.match_runs import LiveMatch
 from rollouts.arena import Verdict, verdict
+from rollouts.links import beat_query
 from rollouts.matches import VOTE_CHOICES
 from rollouts.record import Record
 from viewer.markdown import escape_cell
@@ -107,7 +108,18 @@ def verdict_markdown(snap: Snapshot) -> str:
     else:  # an old match whose records cannot be read here: its row still says who won
         line = "A tie." if snap.row["winner"] == "tie" else f"{snap.names()['ab'.index(snap.row['winner'])]} wins."
     icon = "🤝" if snap.row["winner"] == "tie" else "🏆"
-    return f"### {icon} {line}"
+    return f"### {icon} {line}" + beat_links(snap)
+
+
+def beat_links(snap: Snapshot) -> str:
+    """"Try to beat this": Play on the match's task from either side's last plan, once the names are shown (an
+    episode id would name a hidden side) and for the sides that sent a plan."""
+    if not snap.names_shown:
+        return ""
+    links = [f"[{side.upper()}'s plan](?{beat_query(snap.task_id, episode)})"
+             for side, episode, record in zip(SIDES, snap.episodes, snap.records, strict=True)
+             if episode and record is not None and Record.of(record).plan_steps]
+    return f"\n\n▶ Try to beat this in Play, from {' or '.join(links)}." if links else ""
 
 
 def ballot_markdown(snap: Snapshot) -> str:
