@@ -248,3 +248,34 @@ def test_try_to_beat_a_models_rollout_from_its_share_page_is_saved_as_the_centau
     play_app.ctx.archive.refresh_local(force=True)
     models = {line["model"] for line in play_app.ctx.archive.board(Filters())}
     assert {f"human+{MODEL}", MODEL} <= models, models
+
+
+def test_a_phone_zooms_the_week_and_scrolls_it_sideways_and_a_ship_still_moves(play_app, browser_context):
+    context = browser_context.browser.new_context(viewport=PHONE, has_touch=True, is_mobile=True)
+    try:
+        page = context.new_page()
+        open_task(page, play_app.url)
+        chart = page.locator(f"{EDITOR} .pl-chart")
+        widths = "(el) => [el.scrollWidth, el.clientWidth]"
+        scroll, box = chart.evaluate(widths)
+        assert scroll <= box + 1  # the whole week fits the phone
+        page.locator(f"{EDITOR} [data-act='zoom+']").tap()
+        page.locator(f"{EDITOR} [data-act='zoom+']").tap()
+        expect(page.locator(f"{EDITOR} .pl-msg")).to_contain_text("3x")
+        scroll, box = chart.evaluate(widths)
+        assert scroll >= 2.5 * box  # three weeks' widths: the rest is a sideways scroll away
+        chart.evaluate("(el) => { el.scrollLeft = el.scrollWidth / 3; }")
+        at = geometry(page, 5)
+        page.touchscreen.tap(at["x"], at["y"])
+        expect(page.locator(f"{EDITOR} .pl-status")).to_contain_text("Selected: ship 5 ")
+        nudge(page, 1, 0, 0, tap=True)
+        expect(page.locator(f"{EDITOR} .pl-status")).to_contain_text("hour 55")
+        shot(page, "6-zoomed-390x844")
+        page.locator(f"{EDITOR} [data-act='zoom-']").tap()
+        page.locator(f"{EDITOR} [data-act='zoom-']").tap()
+        expect(page.locator(f"{EDITOR} .pl-msg")).to_contain_text("The whole week")
+        scroll, box = chart.evaluate(widths)
+        assert scroll <= box + 1
+    finally:
+        context.close()
+

@@ -321,6 +321,13 @@ function toggleLock() {
   publish();
   draw();
 }
+// The week at 1x (the whole week in the box), 2x, 3x or 4x its width; the box scrolls sideways to the rest.
+let zoom = 1;
+function zoomBy(step) {
+  zoom = Math.max(1, Math.min(4, zoom + step));
+  host.style.setProperty('--pl-zoom', String(zoom));
+  say(zoom === 1 ? 'The whole week.' : 'The week at ' + zoom + 'x: scroll the chart sideways for the rest.');
+}
 root.addEventListener('click', ev => {
   const b = ev.target.closest && ev.target.closest('button[data-act]');
   if (b && S) {
@@ -329,6 +336,7 @@ root.addEventListener('click', ev => {
     else if (act === 'redo') step(false);
     else if (act === 'reset') { if (!same(S.plan, S.start)) commit(S.start.map(e => Object.assign({}, e))); }
     else if (act === 'lock') toggleLock();
+    else if (act === 'zoom+' || act === 'zoom-') zoomBy(act === 'zoom+' ? 1 : -1);
     else if (sel !== null) {
       const n = {'h-6': [-SIX, 0, 0], 'h-1': [-1, 0, 0], 'h+1': [1, 0, 0], 'h+6': [SIX, 0, 0], 's+1': [0, 1, 0],
                  's-1': [0, -1, 0], 'cranes-': [0, 0, -1], 'cranes+': [0, 0, 1]}[act];

@@ -42,6 +42,9 @@ TEMPLATE = """<div class="pl">
 <button type="button" data-act="undo" title="Undo (Ctrl+Z)">↶ Undo</button>
 <button type="button" data-act="redo" title="Redo (Ctrl+Shift+Z)">↷ Redo</button>
 <button type="button" data-act="reset" title="Back to the plan you started from">⟲ Reset</button>
+<button type="button" data-act="zoom-" title="See more of the week" aria-label="zoom out on the week">− zoom</button>
+<button type="button" data-act="zoom+" title="Zoom in on the week (then scroll it sideways)"
+ aria-label="zoom in on the week">+ zoom</button>
 <span class="pl-gap"></span>
 <button type="button" data-act="lock" title="Lock the selected ship (L): it will not move">🔒 Lock</button>
 <button type="button" data-act="cranes-" title="One crane less (-)" aria-label="one crane less">− crane</button>
@@ -70,8 +73,9 @@ CSS = """
   min-height: 34px; cursor: pointer}
 #play-planner button:disabled {opacity: .45; cursor: default}
 #play-planner button[aria-pressed=true] {background: #fde7c8}
-#play-planner .pl-chart {touch-action: pan-y; user-select: none; -webkit-user-select: none}
-#play-planner .pl-chart svg {width: 100%; height: auto; display: block}
+#play-planner .pl-chart {touch-action: pan-x pan-y; user-select: none; -webkit-user-select: none; overflow-x: auto}
+/* --pl-zoom: the week's width over the box's (the zoom buttons); the chart scrolls sideways past 1 */
+#play-planner .pl-chart svg {width: calc(100% * var(--pl-zoom, 1)); height: auto; display: block}
 #play-planner .pl-chart rect[data-ship] {cursor: grab; touch-action: none}  /* a finger on a ship drags it */
 /* What is drawn over the ships (crane outages, arrows, marks, labels) lets a press through to the ship below. */
 #play-planner .pl-chart svg path, #play-planner .pl-chart svg text, #play-planner .pl-chart rect.outage {
