@@ -31,6 +31,7 @@ from pathlib import Path
 from berth_env.pack import PackError, base_pack, set_runtime_packs, write_pack
 from catalog.task_verdicts import REFERENCE_COLUMNS, VerdictCache, checked_rows, file_sha256
 from rollouts import settings
+from rollouts.layout import space_storage
 from rollouts.sources.hub import HubRepo, describe, offline
 
 log = logging.getLogger(__name__)
@@ -92,8 +93,9 @@ def default_cache_dir() -> Path:
     given = settings.TASKS_CACHE.get()
     if given:
         return given
-    if settings.SPACE_ID.is_set() and Path("/data").is_dir():
-        return Path("/data/.cache/berth-arena/tasks")
+    storage = space_storage()
+    if storage:
+        return storage / ".cache" / "berth-arena" / "tasks"
     return (settings.XDG_CACHE_HOME.get() or Path.home() / ".cache") / "berth-arena" / "tasks"
 
 

@@ -36,8 +36,9 @@ import pydantic
 from typing_extensions import TypedDict
 
 from rollouts.jsonio import append_line, json_line, read_json_lines, rewrite_lines
-from rollouts.layout import ANNOTATION_GLOB, WRITER_ID, annotation_rel, inside
-from rollouts.schema import first_problem, new_episode_id, utc_stamp, valid_episode_id
+from rollouts.layout import ANNOTATION_GLOB, annotation_rel, checked_writer_id, inside
+from rollouts.problems import id_problem, typed_problem
+from rollouts.schema import new_episode_id, utc_stamp, valid_episode_id
 
 log = logging.getLogger(__name__)
 
@@ -89,15 +90,10 @@ class FlagError(ValueError):
 
 def flag_problem(row: Any) -> str | None:
     """What is wrong with a flag row, naming the field; None when it is sound."""
-    if not isinstance(row, dict):
-        return f"a flag row is a JSON object, not {type(row).__name__}"
-    try:
-        _FLAG.validate_python(row)
-    except pydantic.ValidationError as exc:
-        return first_problem(exc, "flag")
-    for key in ("flag_id", "episode_id"):
-        if not valid_episode_id(row[key]):
-            return f"{key}: must be 1-64 letters, digits, '-' or '_', got {row[key][:80]!r}"
+    problem = typed_problem(row, _FLAG, "flag", "a flag row") or id_problem(row, ("flag_id", "episode_id"),
+                                                                           valid_episode_id)
+    if problem:
+        return problem
     if not AUTHOR.fullmatch(row["author"]):
         return f"author: not an account name: {row['author'][:80]!r}"
     if not _TIME.fullmatch(row["time"]):
@@ -172,8 +168,7 @@ class FlagBook:
     (rollouts.jsonio). `on_write(rel)` is called after each change, e.g. to tell the Hub pusher."""
 
     def __init__(self, root: Path, writer_id: str, *, on_write: Callable[[str], None] | None = None) -> None:
-        if not WRITER_ID.fullmatch(writer_id or ""):
-            raise ValueError(f"writer id must be 1-64 letters, digits, '-' or '_', got {str(writer_id)[:80]!r}")
+        checked_writer_id(writer_id)
         self.root, self.writer_id = Path(root), writer_id
         self._on_write = on_write or (lambda rel: None)
 

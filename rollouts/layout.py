@@ -49,14 +49,25 @@ RECORD_REL = re.compile(RECORD_PATH_PATTERN)
 TRACE_REL = re.compile(rf"{TRACES_DIR}/(?P<day>{DAY.pattern})/(?P<episode_id>{EPISODE_ID.pattern})\.jsonl")
 
 
+def checked_writer_id(writer_id: str) -> str:
+    """A writer id as files are named by it (one path segment); ValueError naming it otherwise."""
+    if not WRITER_ID.fullmatch(writer_id or ""):
+        raise ValueError(f"writer id must be 1-64 letters, digits, '-' or '_', got {str(writer_id)[:80]!r}")
+    return writer_id
+
+
+def space_storage() -> Path | None:
+    """The Space's persistent storage (`/data`), when this runs on a Space that has some."""
+    return Path("/data") if settings.SPACE_ID.is_set() and Path("/data").is_dir() else None
+
+
 def default_rollout_dir() -> Path:
     """ROLLOUT_DIR, else the Space's persistent storage when it has some, else `./data/rollouts`."""
     given = settings.ROLLOUT_DIR.get()
     if given:
         return given
-    if settings.SPACE_ID.is_set() and Path("/data").is_dir():
-        return Path("/data/rollouts")
-    return Path("data/rollouts")
+    storage = space_storage()
+    return storage / "rollouts" if storage else Path("data/rollouts")
 
 
 def record_rel(record: dict) -> str:
@@ -97,9 +108,14 @@ def index_rel(day: str, writer_id: str) -> str:
 
 def match_rel(day: str, writer_id: str) -> str:
     """One writer's match rows for one day (the day each match started, UTC), laid out as the index is."""
+    return _writer_day_rel(MATCHES_DIR, "match", day, writer_id)
+
+
+def _writer_day_rel(folder: str, what: str, day: str, writer_id: str) -> str:
+    """`<folder>/<day>/<writer_id>.jsonl`, once both name a path segment and nothing else."""
     if not DAY.fullmatch(day or "") or not WRITER_ID.fullmatch(writer_id or ""):
-        raise ValueError(f"no match file for writer {str(writer_id)[:80]!r} on {str(day)[:20]!r}")
-    return f"{MATCHES_DIR}/{day}/{writer_id}.jsonl"
+        raise ValueError(f"no {what} file for writer {str(writer_id)[:80]!r} on {str(day)[:20]!r}")
+    return f"{folder}/{day}/{writer_id}.jsonl"
 
 
 def snapshot_rel(folder: str, day: str) -> str:
@@ -111,9 +127,7 @@ def snapshot_rel(folder: str, day: str) -> str:
 
 def annotation_rel(day: str, writer_id: str) -> str:
     """One writer's flags of one day (the day each flag was made, UTC), laid out as the matches are."""
-    if not DAY.fullmatch(day or "") or not WRITER_ID.fullmatch(writer_id or ""):
-        raise ValueError(f"no annotation file for writer {str(writer_id)[:80]!r} on {str(day)[:20]!r}")
-    return f"{ANNOTATIONS_DIR}/{day}/{writer_id}.jsonl"
+    return _writer_day_rel(ANNOTATIONS_DIR, "annotation", day, writer_id)
 
 
 def inside(root: Path, rel: str) -> Path | None:

@@ -40,8 +40,8 @@ from typing_extensions import TypedDict
 
 from rollouts.arena import verdict
 from rollouts.jsonio import append_line, atomic_write, json_line, read_json_lines, rewrite_lines
-from rollouts.layout import MATCH_GLOB, PUSH_DIR, WRITER_ID, match_rel
-from rollouts.problems import first_problem
+from rollouts.layout import MATCH_GLOB, PUSH_DIR, checked_writer_id, match_rel
+from rollouts.problems import id_problem, typed_problem
 from rollouts.schema import new_episode_id, started_at, utc_stamp, valid_episode_id
 
 log = logging.getLogger(__name__)
@@ -101,15 +101,10 @@ def no_votes() -> dict[str, int]:
 
 def match_problem(row: Any) -> str | None:
     """What is wrong with a match row, naming the field; None when it is sound."""
-    if not isinstance(row, dict):
-        return f"a match row is a JSON object, not {type(row).__name__}"
-    try:
-        _MATCH.validate_python(row)
-    except pydantic.ValidationError as exc:
-        return first_problem(exc, "match")
-    for key in ("match_id", "episode_a", "episode_b"):
-        if not valid_episode_id(row[key]):
-            return f"{key}: must be 1-64 letters, digits, '-' or '_', got {row[key][:80]!r}"
+    problem = (typed_problem(row, _MATCH, "match", "a match row")
+               or id_problem(row, ("match_id", "episode_a", "episode_b"), valid_episode_id))
+    if problem:
+        return problem
     if row["episode_a"] == row["episode_b"]:
         return "episode_b: a match is two episodes, but both sides name the same one"
     try:
@@ -160,8 +155,7 @@ class MatchBook:
     files' locks (rollouts.jsonio). `on_write(rel)` is called after each change, e.g. to tell the Hub pusher."""
 
     def __init__(self, root: Path, writer_id: str, *, on_write: Callable[[str], None] | None = None) -> None:
-        if not WRITER_ID.fullmatch(writer_id or ""):
-            raise ValueError(f"writer id must be 1-64 letters, digits, '-' or '_', got {str(writer_id)[:80]!r}")
+        checked_writer_id(writer_id)
         self.root = Path(root)
         self.writer_id = writer_id
         self._on_write = on_write or (lambda rel: None)

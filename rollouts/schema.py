@@ -26,7 +26,7 @@ from typing_extensions import TypedDict
 from berth_env import TIERS
 from rollouts.metrics import METRIC_COLUMNS, episode_metrics
 from rollouts.model_spec import spec_parts
-from rollouts.problems import first_problem
+from rollouts.problems import id_problem, typed_problem
 from rollouts.record import Record
 
 __all__ = [
@@ -141,14 +141,10 @@ class RecordError(ValueError):
 
 def record_problem(record: Any) -> str | None:
     """What is wrong with a record, naming the field (`final.submitted: Input should be ...`); None when it is sound."""
-    if not isinstance(record, dict):
-        return f"a rollout record is a JSON object, not {type(record).__name__}"
-    try:
-        _RECORD.validate_python(record)
-    except pydantic.ValidationError as exc:
-        return first_problem(exc, "record")
-    if not valid_episode_id(record["episode_id"]):
-        return f"episode_id: must be 1-64 letters, digits, '-' or '_', got {record['episode_id'][:80]!r}"
+    problem = (typed_problem(record, _RECORD, "record", "a rollout record")
+               or id_problem(record, ("episode_id",), valid_episode_id))
+    if problem:
+        return problem
     try:
         started_at(record)
     except ValueError as exc:
