@@ -243,7 +243,10 @@ class SharePages:
     def kept(self, episode_id: str, kind: str, base: str, if_none_match: str = "",
              step: tuple[str, int] | None = None) -> Answer | None:
         """A finished rollout's page or image as kept (no lookup, no render, no pace), or None."""
-        kept = self._cache(kind).get(self._key(episode_id, kind, base, step)) if kind != "json" else None
+        if kind == "json":
+            return None
+        shown = self.ctx.archive.flags_of(episode_id, refresh=False) if kind == "page" else []
+        kept = self._cache(kind).get(self._key(episode_id, kind, base, step, _flag_marks(shown)))
         if kept is not None and kept.task_known == (self.ctx.task_for(kept.task_id, None) is not None):
             return kept.again(if_none_match)
         return None
@@ -265,8 +268,8 @@ class SharePages:
         record, task_id = view.data, view.task_id
         task = self.ctx.task_for(task_id, None)
         flags = self.ctx.archive.flags_of(episode_id) if kind == "page" else []
-        etag = self._etag(episode_id, record, kind, task is not None, f"{base}:{_flag_marks(flags)}",
-                          at.path if at else "")
+        marks = _flag_marks(flags)
+        etag = self._etag(episode_id, record, kind, task is not None, f"{base}:{marks}", at.path if at else "")
         cache_control = FINISHED if task is not None or kind == "json" else WITHOUT_TASK
         if kind == "page" and cache_control == FINISHED:
             cache_control = FLAGGABLE
@@ -280,14 +283,15 @@ class SharePages:
                 else page_html(view, row, task, self.links(episode_id, base, at=at, task_id=task_id),
                                flags, at).encode("utf-8"))
         answer = Answer(200, body, kind, etag, cache_control)
-        self._cache(kind).put(self._key(episode_id, kind, base, step), _Kept(answer, task_id, task is not None),
-                              len(body))
+        # Kept under the flags this page shows (read once, above): a new flag or a hide draws it anew.
+        self._cache(kind).put(self._key(episode_id, kind, base, step, marks),
+                              _Kept(answer, task_id, task is not None), len(body))
         return answer
 
-    def _key(self, episode_id: str, kind: str, base: str, step: tuple[str, int] | None = None) -> tuple:
-        """What an answer is kept under: a page's names the flags it shows, so a new flag or a hide draws it anew."""
-        marks = _flag_marks(self.ctx.archive.flags_of(episode_id, refresh=False)) if kind == "page" else ""
-        return (*_key(episode_id, kind, base, step), marks)
+    @staticmethod
+    def _key(episode_id: str, kind: str, base: str, step: tuple[str, int] | None, marks: str) -> tuple:
+        """What an answer is kept under: a page's names the flags it shows (`marks`; "" for an image)."""
+        return (*_key(episode_id, kind, base, step), marks if kind == "page" else "")
 
     def _cache(self, kind: str) -> _Lru:
         return self.images if kind == "image" else self.pages
